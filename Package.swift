@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+// The expensed package: the daemon, its client, and the reference server.
+import PackageDescription
+
+/// A `.systemLibrary` target for one C library installed from Debian.
+func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "expensed",
+    products: [
+        .executable(name: "expensed", targets: ["expensed"]),
+        .executable(name: "expensectl", targets: ["expensectl"]),
+        .executable(name: "expense-server", targets: ["expense-server"]),
+    ],
+    targets: [
+        // C libraries, each behind its own module map.
+        cLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+        cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
+        cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
+        .target(name: "CShims"),
+
+        // One Swift wrapper per C module; the only importer of it.
+        .target(name: "Posix", dependencies: ["CShims"]),
+        .target(name: "SQLite", dependencies: ["CSQLite"]),
+        .target(name: "Curl", dependencies: ["CCurl"]),
+        .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
+        .target(name: "HTTPD", dependencies: ["CMicroHTTPD"]),
+        .target(name: "Digest", dependencies: ["CCrypto"]),
+
+        // Domain: types, validation, protocol, policies. No I/O.
+        .target(name: "ExpenseCore", dependencies: ["Digest"]),
+
+        // Services and commands, as libraries.
+        .target(name: "ExpenseDaemon", dependencies: ["ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
+        .target(name: "ExpenseCtl", dependencies: ["ExpenseCore", "Posix"]),
+        .target(name: "ExpenseServer", dependencies: ["ExpenseCore", "Posix", "SQLite", "HTTPD", "Systemd", "Digest"]),
+
+        // Thin executables.
+        .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
+        .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
+        .executableTarget(name: "expense-server", dependencies: ["ExpenseServer"]),
+
+        // Shared test helpers: temporary folders, child processes, raw sockets.
+        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore"], path: "Tests/ExpenseTestSupport"),
+
+        .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
+        .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
+        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

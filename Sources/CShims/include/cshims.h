@@ -1,0 +1,43 @@
+#ifndef CSHIMS_H
+#define CSHIMS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Credentials of the peer of a connected Unix socket (SO_PEERCRED).
+   Returns 0 or -1 with errno set. */
+int cshims_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
+
+/* Supplementary groups of the peer (SO_PEERGROUPS, Linux 4.13).
+   On success returns the number of groups (which may exceed capacity:
+   then only capacity were stored); -1 with errno set on failure. */
+int cshims_peer_groups(int fd, gid_t *groups, int capacity);
+
+/* accept4(2) with SOCK_CLOEXEC | SOCK_NONBLOCK. */
+int cshims_accept(int fd);
+
+/* sendmsg(2) of len bytes with one descriptor attached (SCM_RIGHTS) when
+   pass_fd >= 0. Returns bytes sent or -1 with errno set. */
+ssize_t cshims_send_with_fd(int fd, const void *buf, size_t len, int pass_fd);
+
+/* recvmsg(2) into buf; descriptors that arrive (SCM_RIGHTS) are stored in
+   fds (up to capacity, with MSG_CMSG_CLOEXEC); the rest are closed.
+   *nfds receives how many were stored. Returns bytes read, 0 on EOF, or -1
+   with errno set. *truncated is set when the control data was cut short. */
+ssize_t cshims_recv_with_fds(int fd, void *buf, size_t len, int *fds, int capacity, int *nfds, int *truncated);
+
+/* Offset of the name in struct inotify_event, and its fixed size. */
+size_t cshims_inotify_event_size(void);
+
+/* Installs handlers for the given signals that write the signal number (one
+   byte) into a close-on-exec, non-blocking pipe, whose read end is returned
+   (or -1 with errno set). Handlers are process-wide, so a signal reaches the
+   pipe whichever thread the kernel picks. Call once. */
+int cshims_signal_pipe(const int *signals, int count);
+
+/* Starts a detached pthread running fn(arg). Returns 0 or an errno value. */
+int cshims_thread_start(void (*fn)(void *), void *arg, const char *name);
+
+/* eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK. */
+int cshims_eventfd(void);
+#endif

@@ -1,0 +1,5 @@
+#ifndef CSYSTEMD_SHIM_H
+#define CSYSTEMD_SHIM_H
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#endif

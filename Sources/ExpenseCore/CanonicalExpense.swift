@@ -1,0 +1,117 @@
+/// One value the server kept and the one the client sent, for a field the
+/// server refused to overwrite silently (contract.md, `PATCH`).
+public struct ConflictValues: Sendable, Equatable, Codable {
+    public var server: String?
+    public var client: String?
+    public init(server: String?, client: String?) {
+        self.server = server
+        self.client = client
+    }
+}
+
+/// The server's truth about one expense (contract.md, "The canonical expense").
+/// Unknown fields are ignored when decoding, for forward compatibility.
+public struct CanonicalExpense: Sendable, Equatable, Codable {
+    public var transactionID: String
+    public var clientID: String
+    public var merchant: String?
+    public var amount: String?
+    public var currency: String?
+    public var date: String?
+    public var category: String?
+    public var comment: String?
+    public var taxTag: String?
+    public var receiptURL: String?
+    public var assigned: Bool
+    public var version: Int
+    public var createdAt: String
+    public var updatedAt: String
+    public var deleted: Bool
+    public var conflict: Bool
+    public var conflicts: [String: ConflictValues]
+
+    public init(transactionID: String, clientID: String, fields: ExpenseFields = ExpenseFields(),
+                receiptURL: String? = nil, assigned: Bool = false, version: Int = 1,
+                createdAt: String, updatedAt: String, deleted: Bool = false,
+                conflict: Bool = false, conflicts: [String: ConflictValues] = [:]) {
+        self.transactionID = transactionID
+        self.clientID = clientID
+        self.merchant = fields.merchant
+        self.amount = fields.amount
+        self.currency = fields.currency
+        self.date = fields.date
+        self.category = fields.category
+        self.comment = fields.comment
+        self.taxTag = fields.taxTag
+        self.receiptURL = receiptURL
+        self.assigned = assigned
+        self.version = version
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.deleted = deleted
+        self.conflict = conflict
+        self.conflicts = conflicts
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id", clientID = "client_id"
+        case merchant, amount, currency, date, category, comment
+        case taxTag = "tax_tag", receiptURL = "receipt_url"
+        case assigned, version
+        case createdAt = "created_at", updatedAt = "updated_at"
+        case deleted, conflict, conflicts
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        transactionID = try c.decode(String.self, forKey: .transactionID)
+        clientID = try c.decodeIfPresent(String.self, forKey: .clientID) ?? ""
+        merchant = try c.decodeIfPresent(String.self, forKey: .merchant)
+        amount = try c.decodeIfPresent(String.self, forKey: .amount)
+        currency = try c.decodeIfPresent(String.self, forKey: .currency)
+        date = try c.decodeIfPresent(String.self, forKey: .date)
+        category = try c.decodeIfPresent(String.self, forKey: .category)
+        comment = try c.decodeIfPresent(String.self, forKey: .comment)
+        taxTag = try c.decodeIfPresent(String.self, forKey: .taxTag)
+        receiptURL = try c.decodeIfPresent(String.self, forKey: .receiptURL)
+        assigned = try c.decodeIfPresent(Bool.self, forKey: .assigned) ?? false
+        version = try c.decodeIfPresent(Int.self, forKey: .version) ?? 1
+        createdAt = try c.decodeIfPresent(String.self, forKey: .createdAt) ?? ""
+        updatedAt = try c.decodeIfPresent(String.self, forKey: .updatedAt) ?? ""
+        deleted = try c.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
+        conflict = try c.decodeIfPresent(Bool.self, forKey: .conflict) ?? false
+        conflicts = try c.decodeIfPresent([String: ConflictValues].self, forKey: .conflicts) ?? [:]
+    }
+
+    /// Encodes every field, nulls included, as the contract lists them.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(transactionID, forKey: .transactionID)
+        try c.encode(clientID, forKey: .clientID)
+        try c.encode(merchant, forKey: .merchant)
+        try c.encode(amount, forKey: .amount)
+        try c.encode(currency, forKey: .currency)
+        try c.encode(date, forKey: .date)
+        try c.encode(category, forKey: .category)
+        try c.encode(comment, forKey: .comment)
+        try c.encode(taxTag, forKey: .taxTag)
+        try c.encode(receiptURL, forKey: .receiptURL)
+        try c.encode(assigned, forKey: .assigned)
+        try c.encode(version, forKey: .version)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(updatedAt, forKey: .updatedAt)
+        try c.encode(deleted, forKey: .deleted)
+        try c.encode(conflict, forKey: .conflict)
+        try c.encode(conflicts, forKey: .conflicts)
+    }
+
+    /// The editable fields as one value.
+    public var fields: ExpenseFields {
+        get { ExpenseFields(merchant: merchant, amount: amount, currency: currency, date: date,
+                            category: category, comment: comment, taxTag: taxTag) }
+        set {
+            merchant = newValue.merchant; amount = newValue.amount; currency = newValue.currency
+            date = newValue.date; category = newValue.category; comment = newValue.comment; taxTag = newValue.taxTag
+        }
+    }
+}

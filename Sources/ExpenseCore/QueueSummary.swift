@@ -1,0 +1,50 @@
+/// The queue at a glance: what `status`, `watch` and systemd's `STATUS=` show.
+public struct QueueSummary: Sendable, Equatable {
+    public var queued = 0
+    public var sending = 0
+    public var needsAttention = 0
+    /// Creation time (ms since the epoch) of the oldest job, if any.
+    public var oldestJobMilliseconds: Int64?
+    /// "not configured", "ok", "unreachable", "needs credentials", …
+    public var server: ServerState = .notConfigured
+    /// Spool files moved to `rejected/` since start.
+    public var spoolRejected = 0
+
+    public init() {}
+
+    public enum ServerState: String, Sendable, Equatable {
+        case notConfigured = "not_configured"
+        case unknown
+        case ok
+        case unreachable
+        case needsCredentials = "needs_credentials"
+    }
+
+    public var pending: Int { queued + sending }
+
+    /// One line, e.g. "3 queued, 1 sending, 0 need attention; oldest 2m; server ok".
+    public func line(nowMilliseconds: Int64) -> String {
+        var text = "\(queued) queued, \(sending) sending, \(needsAttention) need attention"
+        if let oldest = oldestJobMilliseconds {
+            text += "; oldest \(Self.age(milliseconds: nowMilliseconds - oldest))"
+        }
+        switch server {
+        case .notConfigured: text += "; no server configured"
+        case .unknown: text += "; server not contacted yet"
+        case .ok: text += "; server ok"
+        case .unreachable: text += "; server unreachable"
+        case .needsCredentials: text += "; server needs credentials"
+        }
+        if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
+        return text
+    }
+
+    /// A short age: "45s", "12m", "3h", "2d".
+    public static func age(milliseconds: Int64) -> String {
+        let seconds = max(0, milliseconds / 1000)
+        if seconds < 60 { return "\(seconds)s" }
+        if seconds < 3600 { return "\(seconds / 60)m" }
+        if seconds < 86400 { return "\(seconds / 3600)h" }
+        return "\(seconds / 86400)d"
+    }
+}

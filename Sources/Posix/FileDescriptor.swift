@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open file descriptor, closed when the last reference goes away.
+///
+/// Descriptors are handed between threads (a connection's receipt moves from
+/// the socket thread to the store), so the class is `Sendable`: it holds only
+/// an immutable `Int32`, and the kernel serializes concurrent calls on it.
+public final class FileDescriptor: Sendable {
+    /// The kernel's number for it. Valid as long as this object lives.
+    public let rawValue: Int32
+
+    /// Takes ownership of `rawValue`: it is closed in `deinit`.
+    public init(owning rawValue: Int32) {
+        precondition(rawValue >= 0, "negative file descriptor")
+        self.rawValue = rawValue
+    }
+
+    deinit { Glibc.close(rawValue) }
+
+    /// Open flags, spelled as in `open(2)`.
+    public struct OpenFlags: OptionSet, Sendable {
+        public let rawValue: Int32
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+        public static let readOnly = OpenFlags(rawValue: O_RDONLY)
+        public static let writeOnly = OpenFlags(rawValue: O_WRONLY)
+        public static let readWrite = OpenFlags(rawValue: O_RDWR)
+        public static let create = OpenFlags(rawValue: O_CREAT)
+        public static let exclusive = OpenFlags(rawValue: O_EXCL)
+        public static let truncate = OpenFlags(rawValue: O_TRUNC)
+        public static let append = OpenFlags(rawValue: O_APPEND)
+        public static let noFollow = OpenFlags(rawValue: O_NOFOLLOW)
+        public static let nonBlocking = OpenFlags(rawValue: O_NONBLOCK)
+        public static let directory = OpenFlags(rawValue: O_DIRECTORY)
+        public static let noCTTY = OpenFlags(rawValue: O_NOCTTY)
+    }
+
+    /// Wraps `open(2)`; always adds `O_CLOEXEC`.
+    public static func open(_ path: String, _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {
+        let fd = try retrying("open", path) { Glibc.open(path, flags.rawValue | O_CLOEXEC, mode) }
+        return FileDescriptor(owning: fd)
+    }
+
+    /// Wraps `openat(2)` relative to this directory; always adds `O_CLOEXEC`.
+    /// `name` is raw bytes, so names that are not UTF-8 still open.
+    public func openAt(_ name: FileName, _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {
+        let fd = try name.withCString { cName throws(SystemCallError) in
+            try retrying("openat", name.displayName) { Glibc.openat(rawValue, cName, flags.rawValue | O_CLOEXEC, mode) }
+        }
+        return FileDescriptor(owning: fd)
+    }
+
+    /// Wraps `read(2)`: up to `count` bytes; an empty array at end of file.
+    public func read(upTo count: Int) throws(SystemCallError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let n = try typed { try buffer.withUnsafeMutableBytes { raw in
+            try retrying("read") { Glibc.read(rawValue, raw.baseAddress, count) }
+        } }
+        buffer.removeSubrange(n...)
+        return buffer
+    }
+
+    /// Reads into `buffer`, returning the number of bytes read (0 at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemCallError) -> Int {
+        try retrying("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Reads everything up to end of file, failing once more than `limit` bytes arrive.
+    /// - Returns: the bytes, or `nil` when the file holds more than `limit`.
+    public func readAll(limit: Int) throws(SystemCallError) -> [UInt8]? {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = try typed { try chunk.withUnsafeMutableBytes { raw in try read(into: raw) } }
+            if n == 0 { return result }
+            if result.count + n > limit { return nil }
+            result.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// Wraps `write(2)` until every byte is written.
+    public func writeAll(_ bytes: some Collection<UInt8>) throws(SystemCallError) {
+        let array = Array(bytes)
+        try typed { try array.withUnsafeBytes { raw in try writeAll(raw) } }
+    }
+
+    /// Writes every byte of `raw`, retrying short writes.
+    public func writeAll(_ raw: UnsafeRawBufferPointer) throws(SystemCallError) {
+        var offset = 0
+        while offset < raw.count {
+            let n = try retrying("write") { Glibc.write(rawValue, raw.baseAddress! + offset, raw.count - offset) }
+            offset += n
+        }
+    }
+
+    /// Wraps `write(2)` once: returns how many bytes went (for non-blocking sockets).
+    public func writeSome(_ raw: UnsafeRawBufferPointer) throws(SystemCallError) -> Int {
+        try retrying("write") { Glibc.write(rawValue, raw.baseAddress, raw.count) }
+    }
+
+    /// Wraps `fsync(2)`: returns once the file's data and metadata are on stable storage.
+    public func sync() throws(SystemCallError) {
+        try retrying("fsync") { Glibc.fsync(rawValue) }
+    }
+
+    /// Wraps `lseek(2)` to an absolute offset.
+    public func seek(to offset: Int64) throws(SystemCallError) {
+        try retrying("lseek") { Glibc.lseek(rawValue, off_t(offset), SEEK_SET) }
+    }
+
+    /// Wraps `ftruncate(2)`.
+    public func truncate(to size: Int64) throws(SystemCallError) {
+        try retrying("ftruncate") { Glibc.ftruncate(rawValue, off_t(size)) }
+    }
+
+    /// Wraps `fstat(2)`.
+    public func status() throws(SystemCallError) -> FileStatus {
+        var st = stat()
+        try retrying("fstat") { Glibc.fstat(rawValue, &st) }
+        return FileStatus(st)
+    }
+
+    /// Sets or clears `O_NONBLOCK` with `fcntl(2)`.
+    public func setNonBlocking(_ on: Bool) throws(SystemCallError) {
+        let flags = try retrying("fcntl") { Glibc.fcntl(rawValue, F_GETFL) }
+        try retrying("fcntl") { Glibc.fcntl(rawValue, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) }
+    }
+
+    /// Duplicates the descriptor (`fcntl(F_DUPFD_CLOEXEC)`).
+    public func duplicate() throws(SystemCallError) -> FileDescriptor {
+        FileDescriptor(owning: try retrying("fcntl") { Glibc.fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
+    }
+}
+
+/// What `stat(2)` says about a file, reduced to what the daemon decides on.
+public struct FileStatus: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, unknown
+    }
+    public let kind: Kind
+    public let size: Int64
+    public let linkCount: UInt64
+    /// Permission bits, including setuid, setgid and sticky.
+    public let mode: UInt32
+    public let owner: UInt32
+    public let group: UInt32
+    public let device: UInt64
+    public let inode: UInt64
+    /// Last modification, in nanoseconds since the epoch.
+    public let modifiedNanoseconds: Int64
+
+    init(_ st: stat) {
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symbolicLink
+        case S_IFIFO: kind = .fifo
+        case S_IFSOCK: kind = .socket
+        case S_IFCHR: kind = .characterDevice
+        case S_IFBLK: kind = .blockDevice
+        default: kind = .unknown
+        }
+        size = Int64(st.st_size)
+        linkCount = UInt64(st.st_nlink)
+        mode = UInt32(st.st_mode & 0o7777)
+        owner = st.st_uid
+        group = st.st_gid
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        modifiedNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+}

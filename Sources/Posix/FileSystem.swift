@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Path-level file system calls. Durable writes go through
+/// ``writeDurably(_:to:in:)``: temporary name, `fsync`, `rename`, directory `fsync`.
+public enum FileSystem {
+    /// Wraps `mkdir(2)`; an existing directory is not an error.
+    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) {
+        if Glibc.mkdir(path, mode) == 0 { return }
+        let code = errno
+        if code == EEXIST, (try? status(path).kind) == .directory { return }
+        throw SystemCallError(call: "mkdir", errno: code, subject: path)
+    }
+
+    /// Creates `path` and its missing parents.
+    public static func makeDirectories(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
+            try makeDirectory(prefix, mode: mode)
+        }
+    }
+
+    /// Wraps `stat(2)` (follows links) or `lstat(2)` (`followLinks: false`).
+    public static func status(_ path: String, followLinks: Bool = true) throws(SystemCallError) -> FileStatus {
+        var st = stat()
+        if followLinks {
+            try retrying("stat", path) { stat(path, &st) }
+        } else {
+            try retrying("lstat", path) { lstat(path, &st) }
+        }
+        return FileStatus(st)
+    }
+
+    /// True when something exists at `path` (links are not followed).
+    public static func exists(_ path: String) -> Bool {
+        (try? status(path, followLinks: false)) != nil
+    }
+
+    /// Wraps `rename(2)`.
+    public static func rename(_ from: String, to: String) throws(SystemCallError) {
+        try retrying("rename", from) { Glibc.rename(from, to) }
+    }
+
+    /// Wraps `unlink(2)`; a missing file is not an error when `missingOK`.
+    public static func remove(_ path: String, missingOK: Bool = true) throws(SystemCallError) {
+        if Glibc.unlink(path) == 0 { return }
+        let code = errno
+        if code == ENOENT && missingOK { return }
+        throw SystemCallError(call: "unlink", errno: code, subject: path)
+    }
+
+    /// Wraps `chmod(2)`.
+    public static func setMode(_ path: String, _ mode: UInt32) throws(SystemCallError) {
+        try retrying("chmod", path) { Glibc.chmod(path, mode) }
+    }
+
+    /// Makes a rename or unlink in `directory` durable: `fsync(2)` on the directory.
+    public static func syncDirectory(_ directory: String) throws(SystemCallError) {
+        let fd = try FileDescriptor.open(directory, [.readOnly, .directory])
+        try fd.sync()
+    }
+
+    /// Names in `directory` (not "." and ".."), as raw bytes, unsorted.
+    /// Wraps `opendir(3)`/`readdir(3)`.
+    public static func contents(of directory: String) throws(SystemCallError) -> [FileName] {
+        guard let dir = Glibc.opendir(directory) else {
+            throw SystemCallError(call: "opendir", errno: errno, subject: directory)
+        }
+        defer { Glibc.closedir(dir) }
+        var names: [FileName] = []
+        while true {
+            errno = 0
+            guard let entry = Glibc.readdir(dir) else {
+                if errno != 0 { throw SystemCallError(call: "readdir", errno: errno, subject: directory) }
+                return names
+            }
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
+                let all = raw.bindMemory(to: UInt8.self)
+                return Array(all.prefix(while: { $0 != 0 }))
+            }
+            if let name = FileName(bytes: bytes) { names.append(name) }
+        }
+    }
+
+    /// Writes `bytes` to `directory/name` so that after a crash the file is
+    /// either absent or complete: a temporary file `.name.tmp` in the same
+    /// directory, `fsync`, `rename`, then `fsync` of the directory.
+    public static func writeDurably(_ bytes: [UInt8], to name: String, in directory: String, mode: UInt32 = 0o600) throws(SystemCallError) {
+        let temporary = "\(directory)/.\(name).tmp"
+        do {
+            let fd = try FileDescriptor.open(temporary, [.writeOnly, .create, .truncate, .noFollow], mode: mode)
+            try fd.writeAll(bytes)
+            try fd.sync()
+            try rename(temporary, to: "\(directory)/\(name)")
+            try syncDirectory(directory)
+        } catch {
+            try? remove(temporary)
+            throw error
+        }
+    }
+
+    /// Reads a whole small file; `nil` when it holds more than `limit` bytes.
+    public static func read(_ path: String, limit: Int = 1 << 20) throws(SystemCallError) -> [UInt8]? {
+        let fd = try FileDescriptor.open(path, [.readOnly, .noCTTY])
+        return try fd.readAll(limit: limit)
+    }
+
+    /// The process's real and effective ids and groups.
+    public static var currentUser: (uid: UInt32, gid: UInt32) { (getuid(), getgid()) }
+}

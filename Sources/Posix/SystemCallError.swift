@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed system call: which call, on what, and the `errno` it set.
+///
+/// The description reads the systemd way: "open '/var/spool/x': Permission denied".
+public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The C function that failed, e.g. `"open"`.
+    public let call: String
+    /// The `errno` value it set.
+    public let errno: Int32
+    /// What it was called on (a path or a socket name), when that helps.
+    public let subject: String?
+
+    public init(call: String, errno: Int32, subject: String? = nil) {
+        self.call = call
+        self.errno = errno
+        self.subject = subject
+    }
+
+    /// `strerror(3)` of `errno`.
+    public var reason: String { String(cString: strerror(errno)) }
+
+    public var description: String {
+        if let subject { return "\(call) '\(subject)': \(reason)" }
+        return "\(call): \(reason)"
+    }
+
+    /// True when the call failed because the thing did not exist (`ENOENT`).
+    public var isNotFound: Bool { errno == ENOENT }
+    /// True when the call would have blocked on a non-blocking descriptor.
+    public var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
+}
+
+/// Calls `body` until it does not fail with `EINTR`; `-1` becomes a thrown
+/// ``SystemCallError``. Every wrapper goes through here, so no caller ever
+/// sees `EINTR`.
+@discardableResult
+func retrying<T: BinaryInteger>(
+    _ call: String, _ subject: String? = nil, _ body: () -> T
+) throws(SystemCallError) -> T {
+    while true {
+        let result = body()
+        if result >= 0 { return result }
+        let code = Glibc.errno
+        if code == EINTR { continue }
+        // Programmer errors, not runtime conditions: a descriptor we do not
+        // own or a bad pointer means the process state is already wrong.
+        precondition(code != EBADF && code != EFAULT, "\(call) failed with \(code == EBADF ? "EBADF" : "EFAULT")")
+        throw SystemCallError(call: call, errno: code, subject: subject)
+    }
+}
+
+/// Runs `body`, whose closures throw only ``SystemCallError`` but pass
+/// through untyped `rethrows` APIs (`withUnsafeBytes`), and restores the type.
+@discardableResult
+func typed<R>(_ body: () throws -> R) throws(SystemCallError) -> R {
+    do {
+        return try body()
+    } catch let error as SystemCallError {
+        throw error
+    } catch {
+        preconditionFailure("unexpected error \(error)")
+    }
+}

@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Users and groups, from the system databases (`getgrnam_r(3)`, `getpwnam_r(3)`).
+public enum Users {
+    /// The numeric id of a group name, or of a number given as text.
+    public static func groupID(named name: String) -> UInt32? {
+        if let number = UInt32(name) { return number }
+        var group = group()
+        var buffer = [CChar](repeating: 0, count: 16384)
+        var result: UnsafeMutablePointer<group>?
+        guard getgrnam_r(name, &group, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return group.gr_gid
+    }
+
+    /// The numeric id of a user name, or of a number given as text.
+    public static func userID(named name: String) -> UInt32? {
+        if let number = UInt32(name) { return number }
+        var user = passwd()
+        var buffer = [CChar](repeating: 0, count: 16384)
+        var result: UnsafeMutablePointer<passwd>?
+        guard getpwnam_r(name, &user, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return user.pw_uid
+    }
+
+    /// This process's effective uid.
+    public static var effectiveUserID: UInt32 { geteuid() }
+
+    /// This process's pid.
+    public static var processID: Int32 { getpid() }
+}
+
+/// The environment, read without Foundation.
+public enum Environment {
+    public static subscript(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        return String(cString: value)
+    }
+}

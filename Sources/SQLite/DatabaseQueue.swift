@@ -1,0 +1,106 @@
+import Dispatch
+import Synchronization
+
+/// One connection on its own serial queue, so SQLite's blocking calls
+/// (a commit under `synchronous=FULL` waits for `fsync`) never run on
+/// Swift's cooperative pool.
+///
+/// Writes are group-committed: writes that arrive while a commit is running
+/// are gathered and committed together, each inside its own savepoint, so
+/// one failing write undoes only itself. Every caller resumes only after
+/// the commit that holds its write returned.
+public final class DatabaseQueue: Sendable {
+    private let queue: DispatchQueue
+    private let box: ConnectionBox
+    private let pending = Mutex(PendingWrites())
+
+    /// Opens the database at `path` and runs `prepare` on it (pragmas, migrations).
+    public init(path: String, label: String = "database", prepare: (Connection) throws -> Void) throws {
+        let connection = try Connection(path: path)
+        try prepare(connection)
+        box = ConnectionBox(connection)
+        queue = DispatchQueue(label: label)
+    }
+
+    /// Runs `body` on the queue, alone (no transaction is opened for it).
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { [box] in
+                continuation.resume(with: Result { try body(box.connection) })
+            }
+        }
+    }
+
+    /// Runs `body` inside a transaction shared with other concurrent writes;
+    /// returns once that transaction has committed.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let item = WriteItem(run: { connection in
+                do {
+                    let value = try connection.savepoint { try body(connection) }
+                    return { commitError in
+                        if let commitError { continuation.resume(throwing: commitError) } else { continuation.resume(returning: value) }
+                    }
+                } catch {
+                    return { _ in continuation.resume(throwing: error) }
+                }
+            }, fail: { error in continuation.resume(throwing: error) })
+            let schedule = pending.withLock { state -> Bool in
+                state.items.append(item)
+                if state.isScheduled { return false }
+                state.isScheduled = true
+                return true
+            }
+            if schedule { queue.async { [self] in flush() } }
+        }
+    }
+
+    /// Runs `body` on the queue and waits for it, blocking the calling
+    /// thread: for start-up and tests, never from async code.
+    public func sync<T>(_ body: (Connection) throws -> T) throws -> T {
+        try queue.sync { try body(box.connection) }
+    }
+
+    private func flush() {
+        let items = pending.withLock { state -> [WriteItem] in
+            defer { state.items = []; state.isScheduled = false }
+            return state.items
+        }
+        guard !items.isEmpty else { return }
+        let connection = box.connection
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+        } catch {
+            for item in items { item.fail(error) }
+            return
+        }
+        let completions = items.map { $0.run(connection) }
+        var commitError: Error?
+        do {
+            try connection.execute("COMMIT")
+        } catch {
+            commitError = error
+            try? connection.execute("ROLLBACK")
+        }
+        for completion in completions { completion(commitError) }
+    }
+}
+
+private struct PendingWrites: ~Copyable {
+    var items: [WriteItem] = []
+    var isScheduled = false
+}
+
+/// A write waiting for the next group commit. `run` executes it in a
+/// savepoint and returns what to do once the commit's outcome is known.
+private struct WriteItem: Sendable {
+    let run: @Sendable (Connection) -> @Sendable (Error?) -> Void
+    /// Resumes the caller with `error` without running the write.
+    let fail: @Sendable (Error) -> Void
+}
+
+/// The connection, touched only on the queue's thread.
+private final class ConnectionBox: @unchecked Sendable {
+    let connection: Connection
+    init(_ connection: Connection) { self.connection = connection }
+}

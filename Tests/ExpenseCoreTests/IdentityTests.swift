@@ -1,0 +1,34 @@
+import Testing
+@testable import ExpenseCore
+
+@Suite struct IdentityTests {
+    @Test func transactionID_matchesContractTestVector() {
+        #expect(TransactionID.derive(from: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e") == "cp-0206e11a39722b8b0b0d34")
+    }
+
+    @Test func transactionID_isDerivedFromLowercaseUUID() {
+        #expect(TransactionID.derive(from: "1B4E28BA-2FA1-11D2-883F-0000F87D3B6E") == "cp-0206e11a39722b8b0b0d34")
+    }
+
+    @Test func transactionID_hasTwentyFiveCharacters() {
+        for _ in 0..<100 {
+            let id = TransactionID.derive(from: ClientID.make())
+            #expect(id.count == 25)
+            #expect(TransactionID.isValid(id))
+        }
+    }
+
+    @Test func clientID_isCanonicalLowercase() {
+        let id = ClientID.make()
+        #expect(ClientID.isCanonical(id))
+        #expect(!ClientID.isCanonical(id.uppercased()))
+        #expect(!ClientID.isCanonical("1b4e28ba2fa111d2883f0000f87d3b6e"))
+        #expect(!ClientID.isCanonical("1b4e28ba-2fa1-11d2-883f-0000f87d3b6g"))
+        #expect(!ClientID.isCanonical(""))
+    }
+
+    @Test func clientID_neverRepeats() {
+        let ids = (0..<1000).map { _ in ClientID.make() }
+        #expect(Set(ids).count == 1000)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// Where `swift build` put the package's executables.
+public enum BuiltProducts {
+    /// The package root, found from this file's location.
+    public static let packageRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    /// The directory holding the built executables: `$EXPENSED_BIN_DIR`, or
+    /// the directory of the running test bundle (which `swift test` builds
+    /// beside the executables).
+    public static let directory: String = {
+        if let dir = ProcessInfo.processInfo.environment["EXPENSED_BIN_DIR"] { return dir }
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = executable.deletingLastPathComponent()
+        // xctest bundles live in <bin>/<Package>PackageTests.xctest/...; walk up to the folder that has expensed.
+        for _ in 0..<4 {
+            if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("expensed").path) { return dir.path }
+            dir.deleteLastPathComponent()
+        }
+        return "\(packageRoot)/.build/debug"
+    }()
+
+    public static func path(_ name: String) -> String { "\(directory)/\(name)" }
+}
+
+/// A child process started from a built executable, with its output going
+/// to files (a pipe that fills up would block it). Stopped by pid.
+public final class ChildProcess: @unchecked Sendable {
+    public let process: Process
+    public let stdoutPath: String
+    public let stderrPath: String
+    public let name: String
+
+    /// Starts `executable` with `arguments`; `environment` adds to (and
+    /// overrides) the test's own environment.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                outputDirectory: String, name: String? = nil, stdinPath: String? = nil) throws {
+        self.name = name ?? URL(fileURLWithPath: executable).lastPathComponent
+        let stamp = UUID().uuidString.prefix(8)
+        stdoutPath = "\(outputDirectory)/\(self.name)-\(stamp).out"
+        stderrPath = "\(outputDirectory)/\(self.name)-\(stamp).err"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "NOTIFY_SOCKET")
+        env.removeValue(forKey: "JOURNAL_STREAM")
+        env.removeValue(forKey: "LISTEN_FDS")
+        env.removeValue(forKey: "LISTEN_PID")
+        env.removeValue(forKey: "WATCHDOG_USEC")
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = stdinPath.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// Sends `signal` to this process only.
+    public func signal(_ signal: Int32) {
+        if process.isRunning { kill(pid, signal) }
+    }
+
+    /// `kill -9`: the crash every durability test relies on.
+    public func crash() {
+        signal(SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Waits for the process to exit, up to `timeout` seconds.
+    /// - Returns: its exit status, or `nil` when it is still running.
+    @discardableResult
+    public func waitForExit(timeout: Double = 10) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        if process.isRunning { return nil }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it has not gone after `timeout` seconds.
+    public func stop(timeout: Double = 10) {
+        guard process.isRunning else { return }
+        signal(SIGTERM)
+        if waitForExit(timeout: timeout) == nil { crash() }
+    }
+
+    public var standardOutput: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var standardError: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    deinit {
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// The result of running a command to completion.
+public struct CommandResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Runs `executable` to completion (up to `timeout` seconds) and returns
+/// its exit status and output.
+public func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                       stdin: String? = nil, timeout: Double = 60) throws -> CommandResult {
+    let scratch = TemporaryDirectory(prefix: "cmd")
+    var stdinPath: String?
+    if let stdin {
+        stdinPath = scratch.at("stdin")
+        _ = FileManager.default.createFile(atPath: stdinPath!, contents: Data(stdin.utf8))
+    }
+    let child = try ChildProcess(executable, arguments, environment: environment, outputDirectory: scratch.path, stdinPath: stdinPath)
+    guard let status = child.waitForExit(timeout: timeout) else {
+        child.crash()
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout)s")
+    }
+    return CommandResult(status: status, stdout: child.standardOutput, stderr: child.standardError)
+}
+
+/// A failure raised by test helpers, with a message for the test log.
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Waits until `condition` holds, checking every few milliseconds, for up
+/// to `timeout` seconds. Tests wait on observable state; they never sleep
+/// a fixed time and hope.
+public func waitUntil(timeout: Double = 10, _ what: String = "condition", _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return }
+        usleep(10_000)
+    }
+    if try condition() { return }
+    throw TestFailure("timed out after \(timeout)s waiting for \(what)")
+}
