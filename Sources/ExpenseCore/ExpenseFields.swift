@@ -196,10 +196,11 @@ private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 private func number(_ digits: ArraySlice<UInt8>) -> Int { digits.reduce(0) { $0 * 10 + Int($1 - 0x30) } }
 
 extension String {
-    func trimmingSpaces() -> Substring {
+    /// This string without white space at either end.
+    public func trimmingSpaces() -> String {
         var s = Substring(self)
         while s.first?.isWhitespace == true { s.removeFirst() }
         while s.last?.isWhitespace == true { s.removeLast() }
-        return s
+        return String(s)
     }
 }

@@ -66,6 +66,21 @@ public final class FileDescriptor: Sendable {
         try retrying("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
+    /// Wraps `pread(2)`: reads at `offset` without moving the file position.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemCallError) -> Int {
+        try retrying("pread") { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Reads at `offset` into the start of `buffer`; returns the count (0 at end of file).
+    public func read(into buffer: inout [UInt8], at offset: Int64) throws(SystemCallError) -> Int {
+        try typed { try buffer.withUnsafeMutableBytes { raw in try read(into: raw, at: offset) } }
+    }
+
+    /// Writes as much of `bytes` as the descriptor takes now; returns the count.
+    public func writeSome(_ bytes: [UInt8]) throws(SystemCallError) -> Int {
+        try typed { try bytes.withUnsafeBytes { raw in try writeSome(raw) } }
+    }
+
     /// Reads everything up to end of file, failing once more than `limit` bytes arrive.
     /// - Returns: the bytes, or `nil` when the file holds more than `limit`.
     public func readAll(limit: Int) throws(SystemCallError) -> [UInt8]? {

@@ -105,6 +105,11 @@ public enum UnixSocket {
         return (n, fds.prefix(Int(nfds)).map { FileDescriptor(owning: $0) })
     }
 
+    /// Receives into the start of `buffer`; see ``receive(_:into:)-(_,UnsafeMutableRawBufferPointer)``.
+    public static func receive(_ socket: FileDescriptor, into buffer: inout [UInt8]) throws(SystemCallError) -> (count: Int, descriptors: [FileDescriptor]) {
+        try typed { try buffer.withUnsafeMutableBytes { raw in try receive(socket, into: raw) } }
+    }
+
     /// Wraps `shutdown(2)` for writing: the peer sees end of stream.
     public static func shutdownWrite(_ socket: FileDescriptor) {
         _ = Glibc.shutdown(socket.rawValue, Int32(SHUT_WR))

@@ -55,6 +55,12 @@ public final class DatabaseQueue: Sendable {
         }
     }
 
+    /// Runs `body` on the queue without waiting for it: a liveness probe
+    /// (`body` runs only once the queue has finished what is before it).
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+
     /// Runs `body` on the queue and waits for it, blocking the calling
     /// thread: for start-up and tests, never from async code.
     public func sync<T>(_ body: (Connection) throws -> T) throws -> T {

@@ -1,0 +1,241 @@
+import ExpenseCore
+import Posix
+
+/// Where to reach the daemon and how to print.
+struct Context: Sendable {
+    let socketPath: String
+    let json: Bool
+
+    func connect() throws -> ControlClient { try ControlClient(socketPath: socketPath) }
+
+    func printJSON(_ value: JSONValue) { Output.out(value.prettySerialized()) }
+}
+
+let fieldOptions = [
+    Option(name: "--merchant", valueName: "TEXT", help: "who was paid"),
+    Option(name: "--amount", valueName: "DECIMAL", help: "amount as a decimal, e.g. 12.50 (negative for a refund)"),
+    Option(name: "--currency", valueName: "CODE", help: "ISO 4217 currency code, e.g. EUR"),
+    Option(name: "--date", valueName: "YYYY-MM-DD", help: "date of the expense"),
+    Option(name: "--category", valueName: "TEXT", help: "category, e.g. Meals"),
+    Option(name: "--comment", valueName: "TEXT", help: "free text"),
+]
+
+func fields(from invocation: Invocation) -> ExpenseFields {
+    var fields = ExpenseFields()
+    for name in ["merchant", "amount", "currency", "date", "category", "comment"] {
+        fields[name] = invocation.value("--\(name)")
+    }
+    fields.taxTag = invocation.value("--tax-tag")
+    return fields
+}
+
+let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, or a unique prefix of either")
+
+let subcommands: [Subcommand] = [
+    Subcommand("add", "Queue a new expense, with or without a receipt.",
+               options: fieldOptions + [
+                   Option(name: "--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach"),
+                   Option(name: "--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add"),
+               ],
+               discussion: """
+                   Without --receipt, --merchant, --amount, --currency and --date are required.
+                   With --receipt every field is optional (a receipt-only expense). Prints the
+                   expense's transaction id once expensed has stored it durably.
+                   """, run: runAdd),
+    Subcommand("list", "List expenses: synced ones and those still pending.", run: runList),
+    Subcommand("show", "Show one expense and its pending jobs.", arguments: [idArgument], run: runShow),
+    Subcommand("retry", "Send an expense's held-back jobs again, now.", arguments: [idArgument], run: runRetry),
+    Subcommand("discard", "Drop an expense's pending jobs and receipt file.", arguments: [idArgument],
+               discussion: "What the server already has is not changed.", run: runDiscard),
+    Subcommand("status", "Show the queue and the server's state.", run: runStatus),
+    Subcommand("watch", "Print the queue's state each time it changes, until interrupted.", run: runWatch),
+]
+
+func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let fields = fields(from: invocation)
+    let receiptPath = invocation.value("--receipt")
+    do {
+        try Validation.checkCreate(fields, hasReceipt: receiptPath != nil)
+    } catch {
+        throw ClientError(status: .dataError, message: "\(error)")
+    }
+    let clientID = invocation.value("--client-id") ?? ClientID.make()
+    guard ClientID.isCanonical(clientID) else {
+        throw ClientError(status: .usage, message: "--client-id must be a lowercase UUID")
+    }
+    var receipt: FileDescriptor?
+    if let receiptPath { receipt = try openReceipt(receiptPath) }
+
+    var request: [String: JSONValue] = ["op": "add", "client_id": .string(clientID)]
+    var expense: [String: JSONValue] = [:]
+    for name in ExpenseFields.names { if let value = fields[name] { expense[name] = .string(value) } }
+    request["expense"] = .object(expense)
+    if receipt != nil { request["receipt"] = true }
+
+    let result: JSONValue
+    do {
+        result = try context.connect().call(request, passing: receipt)
+    } catch let error as ClientError where error.status == .ioError {
+        // The answer was lost; the same client id makes the retry safe.
+        result = try context.connect().call(request, passing: receipt)
+    }
+    if context.json { context.printJSON(result) } else { Output.out(result.text("transaction_id")) }
+    return .success
+}
+
+/// Opens a receipt with the caller's own rights and checks it is a JPEG,
+/// PNG or PDF file; the daemon receives the descriptor, never the path.
+func openReceipt(_ path: String) throws -> FileDescriptor {
+    let fd: FileDescriptor
+    do {
+        fd = try FileDescriptor.open(path, [.readOnly, .noCTTY, .nonBlocking])
+    } catch {
+        throw ClientError(status: error.errno == 13 ? .noPermission : .noInput, message: "cannot open receipt '\(path)': \(error.reason)")
+    }
+    do {
+        guard try fd.status().kind == .regular else {
+            throw ClientError(status: .noInput, message: "receipt '\(path)' is not a regular file")
+        }
+        var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
+        let n = try fd.read(into: &head, at: 0)
+        guard ReceiptKind.detect(head.prefix(n)) != nil else {
+            throw ClientError(status: .dataError, message: "receipt '\(path)' is not a JPEG, PNG or PDF file")
+        }
+    } catch let error as SystemCallError {
+        throw ClientError(status: .noInput, message: "cannot read receipt '\(path)': \(error.reason)")
+    }
+    return fd
+}
+
+func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "list"])
+    let expenses = result["expenses"]?.arrayValue ?? []
+    if context.json {
+        context.printJSON(.array(expenses))
+        return .success
+    }
+    if expenses.isEmpty {
+        Output.out("No expenses.")
+        return .success
+    }
+    var table = Table(headers: ["TRANSACTION ID", "STATE", "RECEIPT", "DATE", "AMOUNT", "MERCHANT"])
+    for expense in expenses {
+        var state = expense.text("state")
+        if expense["conflict"]?.boolValue == true { state += " (conflict)" }
+        table.rows.append([expense.text("transaction_id"), state, expense.text("receipt"), expense.text("date"),
+                           amountText(expense), expense.text("merchant")])
+    }
+    Output.out(table.rendered)
+    return .success
+}
+
+func amountText(_ expense: JSONValue) -> String {
+    guard let amount = expense["amount"]?.stringValue else { return "-" }
+    return amount + (expense["currency"]?.stringValue.map { " \($0)" } ?? "")
+}
+
+func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "show", "ref": .string(invocation.positional[0])])
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    var lines: [(String, String)] = [
+        ("Transaction ID", result.text("transaction_id")),
+        ("Client ID", result.text("client_id")),
+        ("State", result.text("state")),
+        ("Merchant", result.text("merchant")),
+        ("Amount", amountText(result)),
+        ("Date", result.text("date")),
+        ("Category", result.text("category")),
+        ("Comment", result.text("comment")),
+        ("Tax tag", result.text("tax_tag")),
+        ("Receipt", result.text("receipt")),
+        ("Receipt URL", result.text("receipt_url")),
+        ("Version", result.text("version")),
+    ]
+    let pending = result["pending_fields"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    if !pending.isEmpty { lines.append(("Pending fields", pending.joined(separator: ", "))) }
+    if result["conflict"]?.boolValue == true, let conflicts = result["conflicts"]?.objectValue {
+        for (field, values) in conflicts.sorted(by: { $0.key < $1.key }) {
+            lines.append(("Conflict", "\(field): server has \(values.text("server")), you sent \(values.text("client"))"))
+        }
+    }
+    var text = lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 16 - $0.0.count)) + $0.1 }.joined(separator: "\n")
+    let jobs = result["jobs"]?.arrayValue ?? []
+    if !jobs.isEmpty {
+        var table = Table(headers: ["JOB", "KIND", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"])
+        for job in jobs {
+            var lastError = job.text("last_error")
+            if let errorClass = job["last_error_class"]?.stringValue { lastError = "[\(errorClass)] " + lastError }
+            table.rows.append([String(job.text("uuid").prefix(8)), job.text("kind"), job.text("state"),
+                               "\(job.text("attempts"))+\(job.text("transient_attempts"))", job.text("next_attempt_at"), lastError])
+        }
+        text += "\n\nPending jobs:\n" + table.rendered
+    }
+    Output.out(text)
+    return .success
+}
+
+func runRetry(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "retry", "ref": .string(invocation.positional[0])])
+    if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): queued to send now") }
+    return .success
+}
+
+func runDiscard(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "discard", "ref": .string(invocation.positional[0])])
+    if context.json { context.printJSON(result) } else {
+        Output.out("\(result.text("transaction_id")): discarded \(result.text("discarded")) pending job(s)")
+    }
+    return .success
+}
+
+func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "status"])
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    var lines: [(String, String)] = [
+        ("Queue", "\(result.text("queued")) queued, \(result.text("sending")) sending, \(result.text("needs_attention")) need attention"),
+        ("Oldest job", result.text("oldest_job_at")),
+        ("Server", serverText(result)),
+    ]
+    if result["credentials_needed"]?.boolValue == true {
+        lines.append(("Credentials", "needed: the server refused the token; fix the token file, then run 'expensectl sync'"))
+    }
+    for (key, label) in [("last_contact_at", "Last contact"), ("last_error_class", "Last error"), ("spool_rejected", "Spool rejected"),
+                         ("state_dir", "State directory"), ("spool_dir", "Spool directory")] where result[key] != nil {
+        lines.append((label, result.text(key)))
+    }
+    Output.out(lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 17 - $0.0.count)) + $0.1 }.joined(separator: "\n"))
+    return .success
+}
+
+func serverText(_ status: JSONValue) -> String {
+    let state = status.text("server")
+    guard let url = status["server_url"]?.stringValue else { return "not configured (queueing only)" }
+    return "\(url) (\(state.replacingOccurrences("_", " ")))"
+}
+
+func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let client = try context.connect()
+    try client.send(["op": "watch"])
+    while true {
+        let summary = try client.result(of: try client.readLine())
+        if context.json {
+            Output.out(summary.serialized())
+        } else {
+            var line = "\(summary.text("queued")) queued, \(summary.text("sending")) sending, \(summary.text("needs_attention")) need attention; server \(summary.text("server").replacingOccurrences("_", " "))"
+            if let rejected = summary["spool_rejected"]?.intValue, rejected > 0 { line += "; \(rejected) spool files rejected" }
+            Output.out(line)
+        }
+    }
+}
+
+extension String {
+    func replacingOccurrences(_ target: Character, _ replacement: Character) -> String {
+        String(map { $0 == target ? replacement : $0 })
+    }
+}

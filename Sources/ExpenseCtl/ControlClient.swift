@@ -1,0 +1,97 @@
+import ExpenseCore
+import Posix
+
+/// Why talking to the daemon failed, with the exit status it maps to.
+struct ClientError: Error, CustomStringConvertible {
+    let status: ExitStatus
+    let message: String
+    var description: String { message }
+}
+
+/// One connection to expensed's control socket: JSON lines each way.
+final class ControlClient {
+    let socketPath: String
+    private var socket: FileDescriptor
+    private var buffer: [UInt8] = []
+    private var nextID: Int64 = 1
+
+    init(socketPath: String) throws {
+        self.socketPath = socketPath
+        socket = try Self.connect(socketPath)
+    }
+
+    static func connect(_ path: String) throws -> FileDescriptor {
+        do {
+            return try UnixSocket.connect(path: path)
+        } catch {
+            switch error.errno {
+            case 2, 111: // ENOENT, ECONNREFUSED
+                throw ClientError(status: .unavailable, message: """
+                    cannot connect to expensed at '\(path)': \(error.reason)
+                    Is the daemon running? Start it with 'systemctl start expensed' (or 'expensed' in a shell),
+                    or point --socket (or EXPENSED_SOCKET) at its socket.
+                    """)
+            case 13: // EACCES
+                throw ClientError(status: .noPermission, message: "cannot connect to expensed at '\(path)': \(error.reason); ask to be added to the daemon's control group")
+            default:
+                throw ClientError(status: .unavailable, message: "cannot connect to expensed at '\(path)': \(error.reason)")
+            }
+        }
+    }
+
+    /// Sends one request (with `descriptor` attached, for a receipt) and
+    /// returns the daemon's `result`.
+    /// - Throws: ``ClientError`` for an error answer or a broken connection.
+    func call(_ request: [String: JSONValue], passing descriptor: FileDescriptor? = nil) throws -> JSONValue {
+        try send(request, passing: descriptor)
+        return try result(of: try readLine())
+    }
+
+    /// Sends one request without waiting for the answer.
+    func send(_ request: [String: JSONValue], passing descriptor: FileDescriptor? = nil) throws {
+        var object = request
+        object["id"] = .integer(nextID)
+        nextID += 1
+        var line = JSONValue.object(object).serializedBytes()
+        line.append(0x0A)
+        do {
+            try UnixSocket.send(socket, line, passing: descriptor)
+        } catch {
+            throw ClientError(status: .ioError, message: "lost the connection to expensed: \(error.reason)")
+        }
+    }
+
+    /// The next line from the daemon, parsed.
+    func readLine() throws -> JSONValue {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeFirst(newline + 1)
+                do {
+                    return try JSONValue.parse(line)
+                } catch {
+                    throw ClientError(status: .software, message: "expensed sent a line that is not JSON: \(error.message)")
+                }
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n: Int
+            do {
+                n = try UnixSocket.receive(socket, into: &chunk).count
+            } catch {
+                throw ClientError(status: .ioError, message: "lost the connection to expensed: \(error.reason)")
+            }
+            if n == 0 {
+                throw ClientError(status: .ioError, message: "expensed closed the connection before answering")
+            }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// The `result` of a response line, or its error as a ``ClientError``.
+    func result(of response: JSONValue) throws -> JSONValue {
+        if response["ok"]?.boolValue == true { return response["result"] ?? .null }
+        let code = response["error"]?["code"]?.stringValue ?? "unknown"
+        let message = response["error"]?["message"]?.stringValue ?? "no message"
+        throw ClientError(status: ExitStatus(errorCode: code), message: message)
+    }
+}

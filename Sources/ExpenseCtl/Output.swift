@@ -1,0 +1,76 @@
+import ExpenseCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Unbuffered writes to stdout and stderr (each call is one `write(2)`, so
+/// `watch` lines appear as they come).
+enum Output {
+    static func out(_ text: String) {
+        write(1, text)
+    }
+
+    static func error(_ text: String) {
+        write(2, text)
+    }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        if bytes.last != 0x0A { bytes.append(0x0A) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+/// A text table: a header row and aligned columns, two spaces apart.
+struct Table {
+    let headers: [String]
+    var rows: [[String]] = []
+
+    var rendered: String {
+        var widths = headers.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        func render(_ cells: [String]) -> String {
+            var line = ""
+            for (i, cell) in cells.enumerated() {
+                line += i == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count + 2)
+            }
+            return line
+        }
+        return ([render(headers)] + rows.map(render)).joined(separator: "\n")
+    }
+}
+
+extension JSONValue {
+    /// The text of a string member, or `-` when it is null or absent.
+    func text(_ key: String) -> String {
+        guard let value = self[key] else { return "-" }
+        switch value {
+        case .string(let s): return s.isEmpty ? "-" : s.replacingControlCharacters()
+        case .integer(let i): return String(i)
+        case .bool(let b): return b ? "yes" : "no"
+        case .number(let d): return String(d)
+        default: return "-"
+        }
+    }
+}
+
+extension String {
+    /// One line on a terminal: control characters as `\xNN`.
+    func replacingControlCharacters() -> String {
+        var out = ""
+        for scalar in unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

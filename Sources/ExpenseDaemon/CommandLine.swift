@@ -1,0 +1,112 @@
+import Posix
+
+/// What `expensed`'s arguments asked for.
+public enum DaemonInvocation: Equatable, Sendable {
+    case run(Configuration)
+    case help
+    case version
+}
+
+/// A usage error: the message, printed with a pointer to `--help`.
+public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+extension Configuration {
+    /// The version `--version` prints.
+    public static let version = "0.1.0"
+
+    /// Parses `expensed`'s arguments (without the program name): flags
+    /// first, then the configuration file they name (or the default one),
+    /// then the flags again so they win.
+    /// - Parameter readFile: reads a file's text; `nil` when it does not exist.
+    public static func parse(arguments: [String], readFile: (String) throws -> String?) throws -> DaemonInvocation {
+        var flags: [(Key, String)] = []
+        var configFile: String?
+        var configExplicit = false
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            switch name {
+            case "-h", "--help": return .help
+            case "--version": return .version
+            case "--foreground":
+                // Always in the foreground (systemd's Type=notify); accepted for scripts that say so.
+                continue
+            default: break
+            }
+            func value() throws(UsageError) -> String {
+                if let inlineValue { return inlineValue }
+                guard index < arguments.count else { throw UsageError(message: "option '\(name)' needs a value") }
+                index += 1
+                return arguments[index - 1]
+            }
+            if name == "--config" {
+                configFile = try value()
+                configExplicit = true
+                continue
+            }
+            guard let key = keys.first(where: { $0.flag == name }) else {
+                throw UsageError(message: argument.hasPrefix("-") ? "unknown option '\(argument.prefix(64))'" : "unexpected argument '\(argument.prefix(64))'")
+            }
+            flags.append((key, try value()))
+        }
+
+        var configuration = Configuration()
+        if let configFile { configuration.configFile = configFile }
+        let text: String?
+        do {
+            text = try readFile(configuration.configFile)
+        } catch {
+            throw ConfigurationError("cannot read: \(error)", file: configuration.configFile)
+        }
+        if let text {
+            try configuration.apply(fileText: text, path: configuration.configFile)
+        } else if configExplicit {
+            throw ConfigurationError("no such file", file: configuration.configFile)
+        }
+        for (key, value) in flags {
+            do {
+                try key.apply(&configuration, value)
+            } catch {
+                throw UsageError(message: "\(key.flag): \(error.message)")
+            }
+        }
+        return .run(configuration)
+    }
+
+    /// `expensed --help`.
+    public static var helpText: String {
+        var text = """
+            OVERVIEW: Keep expenses and receipts durably queued and sync them to an expense server.
+
+            USAGE: expensed [--config FILE] [options]
+
+            Runs in the foreground (systemd Type=notify). Options override the
+            configuration file (default /etc/expensed/expensed.conf, see expensed.conf(5)).
+
+            OPTIONS:
+              --config FILE             configuration file (default /etc/expensed/expensed.conf)
+
+            """
+        let width = keys.map { $0.flag.count + $0.valueName.count + 1 }.max() ?? 20
+        for key in keys {
+            let left = "\(key.flag) \(key.valueName)"
+            text += "  " + left + String(repeating: " ", count: max(2, width + 2 - left.count)) + key.help + "\n"
+        }
+        text += """
+              -h, --help                show this help
+              --version                 show the version
+
+            """
+        return text
+    }
+}

@@ -1,0 +1,179 @@
+import ExpenseCore
+import Posix
+
+/// Carries out control requests against the store and answers them.
+/// Errors become `{id, error}` lines; the daemon carries on.
+final class ControlHandler: Sendable {
+    let store: Store
+    let server: ControlServer
+    let publisher: StatusPublisher
+    let logger: Logger
+    let configuration: Configuration
+    let receiptCopies = BlockingExecutor(label: "receipt-copy")
+    /// Work was queued or released: the drainer should look now.
+    let wakeDrainer: @Sendable () -> Void
+    /// Extra `status` fields owned by the sync engine.
+    let syncStatus: @Sendable () async -> [String: JSONValue]
+    /// `sync`, `stats`, `edit`, `delete`, `resolve`: the sync engine's ops.
+    let syncOperations: SyncOperations?
+
+    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, configuration: Configuration,
+         wakeDrainer: @escaping @Sendable () -> Void,
+         syncStatus: @escaping @Sendable () async -> [String: JSONValue],
+         syncOperations: SyncOperations?) {
+        self.store = store
+        self.server = server
+        self.publisher = publisher
+        self.logger = logger
+        self.configuration = configuration
+        self.wakeDrainer = wakeDrainer
+        self.syncStatus = syncStatus
+        self.syncOperations = syncOperations
+    }
+
+    /// Handles requests until the server's stream ends, each in its own
+    /// child task (at most one per connection is in flight).
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for await incoming in server.requests {
+                group.addTask { [self] in
+                    let (response, action) = await answer(incoming)
+                    server.respond(to: incoming.connection, response, then: action)
+                }
+            }
+        }
+    }
+
+    func answer(_ incoming: IncomingRequest) async -> (JSONValue, ResponseAction) {
+        let id = incoming.request.id
+        do {
+            switch incoming.request.command {
+            case .watch:
+                let summary = try await publisher.current()
+                return (controlSuccess(id: id, result: summary.json), .watch(id: id))
+            default:
+                return (controlSuccess(id: id, result: try await perform(incoming)), .next)
+            }
+        } catch let failure as ControlFailure {
+            var failure = failure
+            failure.id = id
+            return (failure.json, .next)
+        } catch let error as StoreError {
+            return (ControlFailure(id: id, code(for: error), error.message).json, .next)
+        } catch let error as ReceiptError {
+            switch error {
+            case .tooLarge: return (ControlFailure(id: id, .receiptTooLarge, error.description, field: "receipt").json, .next)
+            case .invalid: return (ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt").json, .next)
+            case .io:
+                logger.error("Failed to store a receipt: \(error)")
+                return (ControlFailure(id: id, .storageFailed, error.description).json, .next)
+            }
+        } catch {
+            logger.error("Failed to carry out '\(incoming.request.command.name)': \(error)")
+            return (ControlFailure(id: id, .storageFailed, "the daemon could not store this: \(error)").json, .next)
+        }
+    }
+
+    private func code(for error: StoreError) -> ControlErrorCode {
+        switch error.code {
+        case .notFound: .notFound
+        case .ambiguous: .ambiguousID
+        case .invalidState: .invalidState
+        default: .storageFailed
+        }
+    }
+
+    private func perform(_ incoming: IncomingRequest) async throws -> JSONValue {
+        switch incoming.request.command {
+        case .add(let fields, let clientID, _):
+            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt)
+        case .list:
+            return ["expenses": .array(try await store.views().map(\.json))]
+        case .show(let ref):
+            return try await store.view(ref: ref).detailJSON()
+        case .retry(let ref):
+            let view = try await store.retry(ref: ref)
+            logger.notice("Retry requested", transactionID: view.transactionID)
+            publisher.markChanged()
+            wakeDrainer()
+            return view.detailJSON()
+        case .discard(let ref):
+            let (transactionID, removed) = try await store.discard(ref: ref)
+            logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
+            publisher.markChanged()
+            return ["transaction_id": .string(transactionID), "discarded": .integer(removed)]
+        case .status:
+            return try await status()
+        case .watch:
+            return .null
+        case .sync, .stats, .edit, .delete, .resolve:
+            guard let syncOperations else {
+                throw ControlFailure(.invalidState, "no server is configured; '\(incoming.request.command.name)' needs one")
+            }
+            return try await syncOperations.perform(incoming.request.command)
+        }
+    }
+
+    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?) async throws -> JSONValue {
+        var staged: StagedReceipt?
+        if let receipt {
+            let maxBytes = configuration.receiptMaxBytes
+            staged = try await receiptCopies.run { [store] in
+                try store.receipts.stage(from: receipt, jobUUID: ClientID.make(), maxBytes: maxBytes)
+            }
+            FaultPoints.hit("after-receipt-staged")
+        }
+        let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds)
+        if result.isNew {
+            logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")", transactionID: result.transactionID,
+                        jobUUID: clientID, messageID: .expenseQueued)
+            publisher.markChanged()
+            wakeDrainer()
+        }
+        return [
+            "transaction_id": .string(result.transactionID),
+            "client_id": .string(result.clientID),
+            "state": "queued",
+            "receipt": .string(result.hasReceipt ? "pending" : "none"),
+            "duplicate": .bool(!result.isNew),
+        ]
+    }
+
+    private func status() async throws -> JSONValue {
+        let summary = try await publisher.current()
+        guard case .object(var object) = summary.json else { return summary.json }
+        object["line"] = .string(summary.line(nowMilliseconds: Clock.wallMilliseconds))
+        object["server_url"] = .string(configuration.serverURL)
+        object["state_dir"] = .string(configuration.stateDirectory)
+        object["spool_dir"] = .string(configuration.spoolDirectory)
+        object["device_id"] = .string(store.deviceID)
+        object["credentials_needed"] = .bool(summary.server == .needsCredentials)
+        for (key, value) in await syncStatus() { object[key] = value }
+        return .object(object)
+    }
+}
+
+/// The sync engine's control operations, provided when a server is configured.
+protocol SyncOperations: Sendable {
+    func perform(_ command: ControlRequest.Command) async throws -> JSONValue
+}
+
+extension ControlRequest.Command {
+    /// The op's name, for log lines.
+    var name: String {
+        switch self {
+        case .add: "add"
+        case .list: "list"
+        case .show: "show"
+        case .retry: "retry"
+        case .discard: "discard"
+        case .status: "status"
+        case .watch: "watch"
+        case .sync: "sync"
+        case .stats: "stats"
+        case .edit: "edit"
+        case .delete: "delete"
+        case .resolve: "resolve"
+        }
+    }
+}

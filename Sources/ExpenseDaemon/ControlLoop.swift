@@ -1,0 +1,285 @@
+import ExpenseCore
+import Posix
+
+/// The socket thread's state: touched only by that thread.
+final class ControlLoop {
+    let server: ControlServer
+    var connections: [ConnectionID: Connection] = [:]
+    var nextID: ConnectionID = 1
+    var listening = true
+    var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Stop reading from a client whose unread answers pass this (backpressure).
+    static let outputHighWater = 1 << 20
+
+    final class Connection {
+        let id: ConnectionID
+        let socket: FileDescriptor
+        let peer: PeerCredentials
+        /// Bytes received and not yet framed; `inputStart` is the stream
+        /// offset of `input[0]`, so descriptors can be matched to lines.
+        var input: [UInt8] = []
+        var inputStart: Int64 = 0
+        /// Descriptors received, each with the stream offset of the byte it came with.
+        var descriptors: [(offset: Int64, fd: FileDescriptor)] = []
+        /// Skipping the rest of a line that was too long.
+        var discarding = false
+        var output: [UInt8] = []
+        var inFlight = false
+        var watchID: JSONValue?
+        var sentSummaryVersion = 0
+        var peerClosed = false
+        var closeWhenFlushed = false
+        var lastActivity = Clock.monotonicNanoseconds
+
+        init(id: ConnectionID, socket: FileDescriptor, peer: PeerCredentials) {
+            self.id = id
+            self.socket = socket
+            self.peer = peer
+        }
+
+        var isWatching: Bool { watchID != nil }
+
+        func send(_ value: JSONValue) {
+            output.append(contentsOf: value.serializedBytes())
+            output.append(0x0A)
+        }
+    }
+
+    init(server: ControlServer) {
+        self.server = server
+    }
+
+    func run() {
+        while true {
+            if !handleWakeup() { return }
+            if !listening && connections.isEmpty { return }
+            var entries: [(FileDescriptor, Poll.Events)] = [(server.wakeup.descriptor, .readable)]
+            var ids: [ConnectionID?] = [nil]
+            if listening {
+                entries.append((server.listener, .readable))
+                ids.append(nil)
+            }
+            for connection in connections.values {
+                var events: Poll.Events = []
+                let wantsInput = connection.isWatching || (!connection.inFlight && !connection.closeWhenFlushed && connection.output.count < Self.outputHighWater)
+                if wantsInput && !connection.peerClosed { events.insert(.readable) }
+                if !connection.output.isEmpty { events.insert(.writable) }
+                entries.append((connection.socket, events))
+                ids.append(connection.id)
+            }
+            let ready: [Poll.Events]
+            do {
+                ready = try Poll.wait(entries, timeoutMilliseconds: pollTimeout())
+            } catch {
+                server.logger.error("Failed to poll control sockets: \(error)")
+                return
+            }
+            if listening && ready[1].contains(.readable) { acceptConnections() }
+            for (index, events) in ready.enumerated() where !events.isEmpty {
+                guard let id = ids[index], let connection = connections[id] else { continue }
+                if events.contains(.writable) { flush(connection) }
+                if !events.intersection([.readable, .hangUp, .error]).isEmpty { receive(connection) }
+            }
+            enforceIdleTimeouts()
+            for connection in Array(connections.values) { processLines(connection); closeIfDone(connection) }
+        }
+    }
+
+    /// Takes the handlers' answers, new summaries and pings. Returns false
+    /// when the loop should end right away.
+    private func handleWakeup() -> Bool {
+        server.wakeup.drain()
+        let (responses, summary, version, stopping, pings) = server.shared.withLock { s in
+            defer { s.responses = []; s.pings = [] }
+            return (s.responses, s.summary, s.summaryVersion, s.stopping, s.pings)
+        }
+        for (id, line, action) in responses {
+            guard let connection = connections[id] else { continue }
+            connection.output.append(contentsOf: line)
+            connection.inFlight = false
+            connection.lastActivity = Clock.monotonicNanoseconds
+            if case .watch(let watchID) = action {
+                connection.watchID = watchID
+                connection.sentSummaryVersion = version
+            }
+        }
+        if let summary {
+            for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
+                connection.send(controlSuccess(id: connection.watchID ?? .null, result: summary))
+                connection.sentSummaryVersion = version
+            }
+        }
+        for ping in pings { ping() }
+        if stopping && listening {
+            listening = false
+            for connection in Array(connections.values) {
+                if connection.isWatching || !connection.inFlight { close(connection) }
+                else { connection.closeWhenFlushed = true }
+            }
+        }
+        for connection in Array(connections.values) { flush(connection); closeIfDone(connection) }
+        return true
+    }
+
+    private func pollTimeout() -> Int32 {
+        let idle = server.limits.idleTimeoutMilliseconds
+        var earliest: UInt64?
+        for connection in connections.values where !connection.inFlight && !connection.isWatching {
+            let deadline = connection.lastActivity + UInt64(idle) * 1_000_000
+            earliest = min(earliest ?? deadline, deadline)
+        }
+        guard let earliest else { return -1 }
+        let now = Clock.monotonicNanoseconds
+        return earliest <= now ? 0 : Int32(min((earliest - now) / 1_000_000 + 1, 60_000))
+    }
+
+    private func acceptConnections() {
+        while true {
+            let socket: FileDescriptor
+            do {
+                guard let accepted = try UnixSocket.accept(server.listener) else { return }
+                socket = accepted
+            } catch {
+                // EMFILE and friends: try again on the next event, ignoring for now.
+                server.logger.warning("Failed to accept control connection: \(error), ignoring")
+                return
+            }
+            guard let peer = try? UnixSocket.peerCredentials(socket) else { continue }
+            if !server.access.allows(peer) {
+                server.logger.notice("Refused control connection from uid \(peer.uid) pid \(peer.pid): not allowed")
+                refuse(socket, ControlFailure(.permissionDenied, server.access.refusal(peer)))
+                continue
+            }
+            if connections.count >= server.limits.maxConnections {
+                server.logger.warning("Refused control connection from pid \(peer.pid): \(connections.count) connections open (limit \(server.limits.maxConnections))")
+                refuse(socket, ControlFailure(.tooManyConnections, "too many connections (limit \(server.limits.maxConnections)); try again later"))
+                continue
+            }
+            let connection = Connection(id: nextID, socket: socket, peer: peer)
+            nextID += 1
+            connections[connection.id] = connection
+        }
+    }
+
+    /// Writes one error line (best effort, never blocking) and drops the connection.
+    private func refuse(_ socket: FileDescriptor, _ failure: ControlFailure) {
+        var line = failure.json.serializedBytes()
+        line.append(0x0A)
+        _ = try? socket.writeSome(line)
+    }
+
+    private func receive(_ connection: Connection) {
+        let result: (count: Int, descriptors: [FileDescriptor])
+        do {
+            result = try UnixSocket.receive(connection.socket, into: &receiveBuffer)
+        } catch {
+            if error.wouldBlock { return }
+            close(connection)
+            return
+        }
+        if result.count == 0 {
+            connection.peerClosed = true
+            return
+        }
+        connection.lastActivity = Clock.monotonicNanoseconds
+        if connection.isWatching { return }
+        let offset = connection.inputStart + Int64(connection.input.count)
+        for fd in result.descriptors { connection.descriptors.append((offset, fd)) }
+        connection.input.append(contentsOf: receiveBuffer[0..<result.count])
+    }
+
+    /// Frames complete lines and hands the next request to the handlers;
+    /// malformed lines are answered here.
+    private func processLines(_ connection: Connection) {
+        while !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed && listening {
+            guard let newline = connection.input.firstIndex(of: 0x0A) else {
+                if connection.input.count > server.limits.lineMaxBytes {
+                    if !connection.discarding {
+                        connection.send(ControlFailure(.lineTooLong, "request line is longer than the limit of \(server.limits.lineMaxBytes) bytes").json)
+                    }
+                    connection.discarding = true
+                    consume(connection, count: connection.input.count)
+                } else if connection.discarding {
+                    consume(connection, count: connection.input.count)
+                }
+                return
+            }
+            let lineStart = connection.inputStart
+            let lineEnd = lineStart + Int64(newline) + 1
+            var line = Array(connection.input[0..<newline])
+            let attached = connection.descriptors.filter { $0.offset < lineEnd }.map(\.fd)
+            connection.descriptors.removeAll { $0.offset < lineEnd }
+            consume(connection, count: newline + 1)
+            if connection.discarding || line.count > server.limits.lineMaxBytes {
+                if !connection.discarding {
+                    connection.send(ControlFailure(.lineTooLong, "request line is longer than the limit of \(server.limits.lineMaxBytes) bytes").json)
+                }
+                connection.discarding = false
+                continue
+            }
+            if line.last == 0x0D { line.removeLast() }
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            switch ControlRequest.parse(line) {
+            case .failure(let failure):
+                connection.send(failure.json)
+            case .success(let request):
+                var receipt: FileDescriptor?
+                if case .add(_, _, true) = request.command {
+                    guard attached.count == 1 else {
+                        connection.send(ControlFailure(id: request.id, .receiptMissing, attached.isEmpty
+                            ? "\"receipt\": true needs the file's descriptor sent with the line (SCM_RIGHTS)"
+                            : "one receipt descriptor expected, \(attached.count) received").json)
+                        continue
+                    }
+                    receipt = attached[0]
+                } else if !attached.isEmpty {
+                    connection.send(ControlFailure(id: request.id, .unexpectedDescriptor, "a descriptor came with a request that takes none").json)
+                    continue
+                }
+                connection.inFlight = true
+                server.continuation.yield(IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer))
+            }
+        }
+    }
+
+    private func consume(_ connection: Connection, count: Int) {
+        connection.input.removeFirst(count)
+        connection.inputStart += Int64(count)
+    }
+
+    private func flush(_ connection: Connection) {
+        while !connection.output.isEmpty {
+            do {
+                let n = try connection.socket.writeSome(connection.output)
+                connection.output.removeFirst(n)
+            } catch {
+                if error.wouldBlock { return }
+                close(connection)
+                return
+            }
+        }
+    }
+
+    private func enforceIdleTimeouts() {
+        let limit = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
+        let now = Clock.monotonicNanoseconds
+        for connection in connections.values where !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed {
+            if now - connection.lastActivity >= limit {
+                connection.send(ControlFailure(.idleTimeout, "no complete request for \(server.limits.idleTimeoutMilliseconds) ms; closing").json)
+                connection.closeWhenFlushed = true
+                flush(connection)
+            }
+        }
+    }
+
+    private func closeIfDone(_ connection: Connection) {
+        guard connections[connection.id] != nil, connection.output.isEmpty, !connection.inFlight else { return }
+        if connection.closeWhenFlushed || (connection.peerClosed && (connection.isWatching || connection.input.firstIndex(of: 0x0A) == nil)) {
+            close(connection)
+        }
+    }
+
+    private func close(_ connection: Connection) {
+        connections.removeValue(forKey: connection.id)
+    }
+}

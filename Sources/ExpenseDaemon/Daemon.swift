@@ -1,0 +1,186 @@
+import ExpenseCore
+import Posix
+import Systemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `expensed`'s life, top to bottom: parse, trap signals, lock the state
+/// directory, open and reconcile the store, bind the socket, tell systemd
+/// we are ready, serve until a signal, stop gracefully.
+public enum Daemon {
+    /// Exit statuses (sysexits.h), documented in expensed(8).
+    public enum ExitCode: Int32, Sendable {
+        case success = 0
+        case usage = 64
+        case dataError = 65
+        case cannotCreate = 73
+        case tempFailure = 75
+        case config = 78
+        case osError = 71
+    }
+
+    public static func main(arguments: [String]) async -> Int32 {
+        // Signals first, before any thread exists, so none is lost.
+        let signals: Signals
+        do {
+            signals = try Signals(trapping: [Signals.terminate, Signals.interrupt, Signals.hangUp])
+        } catch {
+            printError("Failed to install signal handlers: \(error)")
+            return ExitCode.osError.rawValue
+        }
+
+        let configuration: Configuration
+        do {
+            switch try Configuration.parse(arguments: arguments, readFile: readTextFile) {
+            case .help:
+                print(Configuration.helpText, terminator: "")
+                return 0
+            case .version:
+                print("expensed \(Configuration.version)")
+                return 0
+            case .run(let parsed):
+                configuration = parsed
+            }
+        } catch let error as UsageError {
+            printError("\(error)\nTry 'expensed --help' for more information.")
+            return ExitCode.usage.rawValue
+        } catch {
+            printError("\(error)")
+            return ExitCode.config.rawValue
+        }
+
+        let logger = Logger(target: configuration.logTarget)
+        do {
+            return try await serve(configuration, signals: signals, logger: logger)
+        } catch let failure as StartupFailure {
+            logger.error(failure.message)
+            return failure.code.rawValue
+        } catch {
+            logger.error("Failed to start: \(error)")
+            return ExitCode.osError.rawValue
+        }
+    }
+
+    struct StartupFailure: Error {
+        let code: ExitCode
+        let message: String
+    }
+
+    static func serve(_ configuration: Configuration, signals: Signals, logger: Logger) async throws -> Int32 {
+        do {
+            try FileSystem.makeDirectories(configuration.stateDirectory, mode: 0o700)
+        } catch {
+            throw StartupFailure(code: .cannotCreate, message: "Failed to create state directory '\(configuration.stateDirectory)': \(error.reason)")
+        }
+        let lockPath = "\(configuration.stateDirectory)/expensed.lock"
+        let lock: FileLock
+        do {
+            lock = try FileLock(path: lockPath)
+        } catch .held(let pid) {
+            let holder = pid.map { "process \($0)" } ?? "another process"
+            throw StartupFailure(code: .tempFailure, message: "State directory '\(configuration.stateDirectory)' is in use by \(holder) (lock '\(lockPath)'); only one expensed may use it")
+        } catch .system(let error) {
+            throw StartupFailure(code: .cannotCreate, message: "Failed to lock '\(lockPath)': \(error.reason)")
+        }
+
+        let store: Store
+        do {
+            store = try Store(stateDirectory: configuration.stateDirectory)
+        } catch {
+            let code: ExitCode = error.code == .io ? .cannotCreate : .dataError
+            throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
+        }
+        let report = try store.reconcile()
+        if report.requeued > 0 { logger.notice("Requeued \(report.requeued) job(s) interrupted while sending; their resend is a replay") }
+        for name in report.removedReceipts { logger.notice("Removed receipt file '\(name)' that no job references") }
+        for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
+
+        let access = try accessPolicy(configuration)
+        let (listener, ownedPath) = try controlSocket(configuration, logger: logger)
+        var limits = ControlLimits()
+        limits.maxConnections = configuration.controlMaxConnections
+        limits.idleTimeoutMilliseconds = configuration.controlIdleTimeoutMilliseconds
+        limits.lineMaxBytes = configuration.controlLineMaxBytes
+        let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: limits, access: access, logger: logger)
+        let publisher = StatusPublisher(store: store, server: server, serverConfigured: configuration.serverURL != nil)
+        let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
+                                     configuration: configuration, wakeDrainer: {}, syncStatus: { [:] }, syncOperations: nil)
+
+        server.start()
+        let summary = try await publisher.current()
+        ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
+        logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
+
+        await withTaskGroup(of: Void.self) { services in
+            services.addTask { await publisher.run() }
+            if let usec = ServiceManager.watchdogMicroseconds() {
+                let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
+                                        drainerIsAlive: { true }, onTick: {})
+                services.addTask { await watchdog.run() }
+            }
+            let handling = Task { await handler.run() }
+            for await signal in signals.stream() {
+                if signal == Signals.hangUp {
+                    logger.info("Received SIGHUP; configuration is read at start-up only, ignoring")
+                    continue
+                }
+                break
+            }
+            ServiceManager.stopping()
+            logger.info("Stopping: finishing requests in progress")
+            await server.shutdown()
+            await handling.value
+            services.cancelAll()
+        }
+        withExtendedLifetime(lock) {}
+        logger.info("Stopped")
+        return 0
+    }
+
+    static func accessPolicy(_ configuration: Configuration) throws -> AccessPolicy {
+        var groupID: UInt32?
+        if let group = configuration.controlGroup {
+            guard let id = Users.groupID(named: group) else {
+                throw StartupFailure(code: .config, message: "Control group '\(group)' does not exist")
+            }
+            groupID = id
+        }
+        return AccessPolicy(daemonUID: Users.effectiveUserID, groupID: groupID, groupName: configuration.controlGroup)
+    }
+
+    /// The socket systemd passed (socket activation), or one we bind.
+    static func controlSocket(_ configuration: Configuration, logger: Logger) throws -> (FileDescriptor, String?) {
+        if let activated = ServiceManager.listenDescriptors().first {
+            logger.info("Using the control socket passed by systemd")
+            return (activated, nil)
+        }
+        let path = configuration.socketPath
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try? FileSystem.makeDirectories(String(path[..<slash]), mode: 0o755)
+        }
+        do {
+            // 0660: the socket's group decides who besides the owner may connect;
+            // the peer check decides who is served.
+            return (try UnixSocket.listen(path: path, mode: 0o660), path)
+        } catch {
+            throw StartupFailure(code: .cannotCreate, message: "Failed to listen on control socket '\(path)': \(error.reason)")
+        }
+    }
+
+    static func readTextFile(_ path: String) throws -> String? {
+        do {
+            guard let bytes = try FileSystem.read(path, limit: 1 << 20) else {
+                throw ConfigurationError("larger than 1 MiB", file: path)
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        } catch let error as SystemCallError where error.isNotFound {
+            return nil
+        }
+    }
+
+    static func printError(_ message: String) {
+        let line = Array("expensed: \(message)\n".utf8)
+        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+}

@@ -1,0 +1,96 @@
+import Posix
+import Systemd
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fixed `MESSAGE_ID`s of the events worth finding in the journal
+/// (docs/journal.md): `journalctl MESSAGE_ID=…` lists every occurrence.
+public enum MessageID: String, Sendable {
+    case expenseQueued = "3743bddee0664b02937c2ba44fbdf002"
+    case expenseApplied = "783906402b934080891b5b79eef3414b"
+    case needsAttention = "217ef2cedfd24a1ba9e8cf63bc61ad5e"
+    case spoolRejected = "c2d1580180594f6980a08910650bd49b"
+    case authPaused = "fc254255431541268849a88877fa317e"
+    case receiptUploaded = "c90c68368a614c90a2a809c551a87d96"
+}
+
+/// Where the daemon's log lines go: structured journal entries when stderr
+/// is the journal (or when asked), else `<N>`-prefixed lines on stderr,
+/// which systemd and syslog both read as priorities.
+public final class Logger: Sendable {
+    public enum Priority: Int, Sendable, Comparable {
+        case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+        public static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    let toJournal: Bool
+    let identifier: String
+    let threshold: Priority
+
+    public init(target: Configuration.LogTarget, identifier: String = "expensed", threshold: Priority = .info) {
+        switch target {
+        case .journal: toJournal = true
+        case .stderr: toJournal = false
+        case .auto: toJournal = Journal.isStderrConnected
+        }
+        self.identifier = identifier
+        self.threshold = Environment["EXPENSED_DEBUG"] != nil ? .debug : threshold
+    }
+
+    /// Logs one line. When it is about an expense, `transactionID` is both
+    /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the message.
+    public func log(_ priority: Priority, _ message: String, transactionID: String? = nil, jobUUID: String? = nil,
+                    messageID: MessageID? = nil, fields: [(String, String)] = []) {
+        guard priority <= threshold else { return }
+        let text = (transactionID.map { "\($0): " } ?? "") + message
+        if toJournal {
+            var entry: [(String, String)] = [
+                ("MESSAGE", text), ("PRIORITY", String(priority.rawValue)), ("SYSLOG_IDENTIFIER", identifier),
+            ]
+            if let transactionID { entry.append(("EXPENSE_TRANSACTION_ID", transactionID)) }
+            if let jobUUID { entry.append(("EXPENSE_JOB_UUID", jobUUID)) }
+            if let messageID { entry.append(("MESSAGE_ID", messageID.rawValue)) }
+            entry.append(contentsOf: fields)
+            if Journal.send(entry) { return }
+        }
+        // One write(2) per line, so lines from several threads never interleave.
+        let line = Array("<\(priority.rawValue)>\(text.replacingControlCharacters())\n".utf8)
+        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    public func error(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.error, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    }
+    public func warning(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.warning, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    }
+    public func notice(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.notice, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    }
+    public func info(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.info, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    }
+    public func debug(_ m: String, transactionID: String? = nil, jobUUID: String? = nil) {
+        log(.debug, m, transactionID: transactionID, jobUUID: jobUUID)
+    }
+}
+
+extension String {
+    /// Newlines and other control characters as `\xNN`, so one log call is one line.
+    func replacingControlCharacters() -> String {
+        var out = ""
+        for scalar in unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\x" + String(scalar.value, radix: 16).leftPadded(2)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    func leftPadded(_ width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}

@@ -1,0 +1,132 @@
+import Digest
+import ExpenseCore
+import Posix
+
+/// A receipt copied into the state directory, durable, and not yet
+/// referenced by any job (the job's commit does that).
+public struct StagedReceipt: Sendable, Equatable {
+    /// The receipt job's UUID, which also names the file.
+    public let jobUUID: String
+    public let kind: ReceiptKind
+    public let size: Int
+    /// `Repr-Digest`'s value: base64 of the SHA-256 of the bytes.
+    public let sha256Base64: String
+
+    /// `<uuid>.<ext>`, inside the receipts directory.
+    public var fileName: String { "\(jobUUID).\(kind.fileExtension)" }
+}
+
+/// Why a receipt was not taken.
+public enum ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
+    case tooLarge(limit: Int)
+    case invalid(String)
+    case io(SystemCallError)
+
+    public var description: String {
+        switch self {
+        case .tooLarge(let limit): "receipt is larger than the limit of \(limit) bytes"
+        case .invalid(let why): why
+        case .io(let error): "cannot store receipt: \(error)"
+        }
+    }
+}
+
+/// `receipts/` beside the database: the bytes of receipts waiting to be
+/// uploaded, one file per receipt job, named `<job uuid>.<ext>`.
+public final class ReceiptDirectory: Sendable {
+    public let path: String
+
+    public init(path: String) throws(SystemCallError) {
+        self.path = path
+        try FileSystem.makeDirectory(path, mode: 0o700)
+    }
+
+    public func filePath(_ fileName: String) -> String { "\(path)/\(fileName)" }
+
+    /// Copies the receipt in `source` into a new file, durably: temporary
+    /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with
+    /// `pread`, whatever the descriptor's position. Blocking.
+    /// - Throws: ``ReceiptError`` when `source` is not a regular file, is
+    ///   empty, larger than `maxBytes`, or not JPEG, PNG or PDF by its bytes.
+    public func stage(from source: FileDescriptor, jobUUID: String, maxBytes: Int) throws(ReceiptError) -> StagedReceipt {
+        let status: FileStatus
+        do { status = try source.status() } catch { throw .io(error) }
+        guard status.kind == .regular else { throw .invalid("receipt is not a regular file") }
+        guard status.size <= maxBytes else { throw .tooLarge(limit: maxBytes) }
+
+        let temporary = "\(path)/.\(jobUUID).tmp"
+        let output: FileDescriptor
+        do {
+            output = try FileDescriptor.open(temporary, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600)
+        } catch {
+            throw .io(error)
+        }
+        do {
+            var hasher = SHA256()
+            var offset: Int64 = 0
+            var kind: ReceiptKind?
+            var buffer = [UInt8](repeating: 0, count: 128 * 1024)
+            while true {
+                let n: Int
+                do { n = try source.read(into: &buffer, at: offset) } catch { throw ReceiptError.io(error) }
+                if n == 0 { break }
+                if offset + Int64(n) > Int64(maxBytes) { throw ReceiptError.tooLarge(limit: maxBytes) }
+                if offset == 0 {
+                    kind = ReceiptKind.detect(buffer.prefix(n))
+                    guard kind != nil else { throw ReceiptError.invalid("receipt is not a JPEG, PNG or PDF file (by its first bytes)") }
+                }
+                let chunk = buffer[0..<n]
+                chunk.withUnsafeBytes { hasher.update($0) }
+                do { try output.writeAll(chunk) } catch { throw ReceiptError.io(error) }
+                offset += Int64(n)
+            }
+            guard let kind else { throw ReceiptError.invalid("receipt is empty") }
+            let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset), sha256Base64: Base64.encode(hasher.finalize()))
+            do {
+                try output.sync()
+                try FileSystem.rename(temporary, to: filePath(staged.fileName))
+                try FileSystem.syncDirectory(path)
+            } catch {
+                throw ReceiptError.io(error)
+            }
+            return staged
+        } catch let error as ReceiptError {
+            try? FileSystem.remove(temporary)
+            throw error
+        } catch {
+            try? FileSystem.remove(temporary)
+            throw ReceiptError.invalid("\(error)")
+        }
+    }
+
+    /// Removes a receipt file; a missing one is fine (a crash may have removed it already).
+    public func remove(_ fileName: String) throws(SystemCallError) {
+        try FileSystem.remove(filePath(fileName))
+    }
+
+    /// Deletes files the daemon made that no job references: `<uuid>.<ext>`
+    /// files not in `referenced`, and `.<uuid>.tmp` files left by a crash
+    /// mid-copy. Anything named otherwise is left alone.
+    /// - Returns: the names removed.
+    public func sweep(keeping referenced: Set<String>) throws(SystemCallError) -> [String] {
+        var removed: [String] = []
+        for name in try FileSystem.contents(of: path) {
+            guard let text = name.string, Self.isDaemonName(text), !referenced.contains(text) else { continue }
+            try FileSystem.remove(filePath(text))
+            removed.append(text)
+        }
+        if !removed.isEmpty { try FileSystem.syncDirectory(path) }
+        return removed.sorted()
+    }
+
+    /// True for exactly the names the daemon writes: a lowercase canonical
+    /// UUID with `.jpg`, `.png` or `.pdf`, or `.` + UUID + `.tmp`.
+    static func isDaemonName(_ name: String) -> Bool {
+        if name.hasPrefix("."), name.hasSuffix(".tmp") {
+            return ClientID.isCanonical(String(name.dropFirst().dropLast(4)))
+        }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, ["jpg", "png", "pdf"].contains(parts[1]) else { return false }
+        return ClientID.isCanonical(String(parts[0]))
+    }
+}

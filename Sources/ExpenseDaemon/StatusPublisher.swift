@@ -1,0 +1,83 @@
+import ExpenseCore
+import Posix
+import Synchronization
+import Systemd
+
+/// Keeps `STATUS=` and every `watch` connection showing the newest queue
+/// summary. Changes only mark the summary stale; one loop recomputes it,
+/// so a burst of adds costs one summary, not one per add.
+public final class StatusPublisher: Sendable {
+    let store: Store
+    let server: ControlServer
+    private let changes: AsyncStream<Void>
+    private let changed: AsyncStream<Void>.Continuation
+    private let extras = Mutex(Extras())
+
+    /// What the store cannot know: the server's state and spool counts.
+    struct Extras {
+        var server: QueueSummary.ServerState = .notConfigured
+        var spoolRejected = 0
+        var last: QueueSummary?
+    }
+
+    init(store: Store, server: ControlServer, serverConfigured: Bool) {
+        self.store = store
+        self.server = server
+        (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        extras.withLock { $0.server = serverConfigured ? .unknown : .notConfigured }
+    }
+
+    /// Something may have changed the summary.
+    public func markChanged() { changed.yield(()) }
+
+    func setServerState(_ state: QueueSummary.ServerState) {
+        let changedState = extras.withLock { extras -> Bool in
+            defer { extras.server = state }
+            return extras.server != state
+        }
+        if changedState { markChanged() }
+    }
+
+    func countSpoolRejection() {
+        extras.withLock { $0.spoolRejected += 1 }
+        markChanged()
+    }
+
+    /// The summary as it is now.
+    public func current() async throws -> QueueSummary {
+        var summary = try await store.summary()
+        extras.withLock {
+            summary.server = $0.server
+            summary.spoolRejected = $0.spoolRejected
+        }
+        return summary
+    }
+
+    /// Publishes until cancelled.
+    func run() async {
+        for await _ in changes {
+            guard let summary = try? await current() else { continue }
+            let isNew = extras.withLock { extras -> Bool in
+                defer { extras.last = summary }
+                return extras.last != summary
+            }
+            guard isNew else { continue }
+            ServiceManager.status(summary.line(nowMilliseconds: Clock.wallMilliseconds))
+            server.publish(summary: summary.json)
+        }
+    }
+}
+
+extension QueueSummary {
+    /// The `watch` and `status` shape (docs/control-protocol.md).
+    public var json: JSONValue {
+        [
+            "queued": .integer(queued),
+            "sending": .integer(sending),
+            "needs_attention": .integer(needsAttention),
+            "oldest_job_at": oldestJobMilliseconds.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null,
+            "server": .string(server.rawValue),
+            "spool_rejected": .integer(spoolRejected),
+        ]
+    }
+}

@@ -1,0 +1,233 @@
+import ExpenseCore
+import FoundationEssentials
+import SQLite
+
+/// What `enqueueCreate` did.
+public struct EnqueueResult: Sendable, Equatable {
+    public let transactionID: String
+    public let clientID: String
+    /// False when the client id was already known: the add was a retry.
+    public let isNew: Bool
+    public let hasReceipt: Bool
+}
+
+extension Store {
+    /// Queues a new expense (and its receipt upload, when one was staged)
+    /// in one transaction, which has committed when this returns.
+    ///
+    /// The same `clientID` again returns the existing expense instead of a
+    /// second one: a client whose answer was lost can retry safely. The
+    /// staged receipt of such a retry is removed.
+    public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64) async throws -> EnqueueResult {
+        let transactionID = TransactionID.derive(from: clientID)
+        let payload = try JobPayload.encode(fields: fields)
+        let result: EnqueueResult
+        do {
+            result = try await database.write { db in
+                let known = try db.scalarInt("SELECT count(*) FROM jobs WHERE uuid = ? AND kind = 'create'", [.text(clientID)]) ?? 0
+                let cached = try db.scalarInt("SELECT count(*) FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
+                if known > 0 || cached > 0 {
+                    let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
+                    return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
+                }
+                try db.execute("""
+                    INSERT INTO jobs (uuid, kind, transaction_id, payload, created_at) VALUES (?, 'create', ?, ?, ?)
+                    """, [.text(clientID), .text(transactionID), .text(payload), .integer(now)])
+                if let receipt {
+                    try db.execute("""
+                        INSERT INTO jobs (uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, receipt_sha256)
+                        VALUES (?, 'receipt', ?, '{}', ?, ?, ?, ?, ?)
+                        """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
+                              .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(receipt.sha256Base64)])
+                }
+                return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
+            }
+        } catch {
+            if let receipt { try? receipts.remove(receipt.fileName) }
+            throw error
+        }
+        if !result.isNew, let receipt { try? receipts.remove(receipt.fileName) }
+        return result
+    }
+
+    /// Every expense to show: the cache with pending work folded on top,
+    /// oldest first.
+    public func views() async throws -> [ExpenseView] {
+        try await database.read { db in
+            let cached = try Store.cachedExpenses(db, where: "1", [])
+            var jobs: [String: [PendingJob]] = [:]
+            var order: [String] = []
+            for (transactionID, job) in try Store.pendingJobs(db, where: "1", []) {
+                if jobs[transactionID] == nil { order.append(transactionID) }
+                jobs[transactionID, default: []].append(job)
+            }
+            var views: [ExpenseView] = []
+            var shown: Set<String> = []
+            for expense in cached.sorted(by: { ($0.createdAt, $0.transactionID) < ($1.createdAt, $1.transactionID) }) {
+                shown.insert(expense.transactionID)
+                if let view = ExpenseView.fold(cached: expense, jobs: jobs[expense.transactionID] ?? [], transactionID: expense.transactionID) {
+                    views.append(view)
+                }
+            }
+            for transactionID in order where !shown.contains(transactionID) {
+                if let view = ExpenseView.fold(cached: nil, jobs: jobs[transactionID] ?? [], transactionID: transactionID) {
+                    views.append(view)
+                }
+            }
+            return views
+        }
+    }
+
+    /// One expense with its pending jobs, by a reference a person typed.
+    public func view(ref: String) async throws -> ExpenseView {
+        try await database.read { db in
+            let transactionID = try Store.resolve(db, ref: ref)
+            guard let view = try Store.view(db, transactionID: transactionID) else {
+                throw StoreError(.notFound, "no expense matches '\(ref)'")
+            }
+            return view
+        }
+    }
+
+    static func view(_ db: Connection, transactionID: String) throws -> ExpenseView? {
+        let cached = try cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
+        let jobs = try pendingJobs(db, where: "transaction_id = ?", [.text(transactionID)]).map(\.1)
+        return ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID)
+    }
+
+    /// Resolves a transaction id, a create's client UUID, or a unique prefix
+    /// of either, to a transaction id.
+    static func resolve(_ db: Connection, ref: String) throws -> String {
+        // Ids are ASCII below 0x7F, so [ref, ref + DEL) holds exactly the
+        // strings that start with ref, and each branch can use an index.
+        let low = SQLValue.text(ref), high = SQLValue.text(ref + "\u{7F}")
+        let matches = try db.query("""
+            SELECT transaction_id FROM jobs WHERE transaction_id >= ?1 AND transaction_id < ?2
+            UNION SELECT transaction_id FROM jobs WHERE kind = 'create' AND uuid >= ?1 AND uuid < ?2
+            UNION SELECT transaction_id FROM expenses WHERE transaction_id >= ?1 AND transaction_id < ?2
+            UNION SELECT transaction_id FROM expenses WHERE client_id >= ?1 AND client_id < ?2
+            LIMIT 2
+            """, [low, high]) { $0.string(0) }
+        if matches.count > 1 { throw StoreError(.ambiguous, "'\(ref)' matches more than one expense; give more characters") }
+        guard let match = matches.first else { throw StoreError(.notFound, "no expense matches '\(ref)'") }
+        return match
+    }
+
+    /// Puts an expense's jobs that need attention (or are backing off) back
+    /// in the queue with fresh budgets, to be sent now.
+    public func retry(ref: String) async throws -> ExpenseView {
+        try await database.write { db in
+            let transactionID = try Store.resolve(db, ref: ref)
+            let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
+            if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', attempts = 0, transient_attempts = 0, next_attempt_at = 0
+                WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')
+                """, [.text(transactionID)])
+            if db.changes == 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now") }
+            guard let view = try Store.view(db, transactionID: transactionID) else {
+                throw StoreError(.notFound, "no expense matches '\(ref)'")
+            }
+            return view
+        }
+    }
+
+    /// Removes all pending work of an expense, and its receipt files once
+    /// that removal has committed. What the server already has stays.
+    /// - Returns: the transaction id and how many jobs were removed.
+    public func discard(ref: String) async throws -> (transactionID: String, removed: Int) {
+        let (transactionID, files, removed) = try await database.write { db in
+            let transactionID = try Store.resolve(db, ref: ref)
+            let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0
+            if sending > 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now; try again when the request finishes") }
+            let files = try db.query("SELECT receipt_file FROM jobs WHERE transaction_id = ? AND receipt_file IS NOT NULL", [.text(transactionID)]) { $0.string(0) }
+            try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
+            let removed = db.changes
+            if removed == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to discard; it is synced") }
+            return (transactionID, files, removed)
+        }
+        // After the commit: a crash before this leaves orphans, which the
+        // next start-up sweeps; never a job whose receipt is gone.
+        for file in files { try? receipts.remove(file) }
+        return (transactionID, removed)
+    }
+
+    /// Counts per state and the oldest job's age, without scanning the outbox.
+    public func summary() async throws -> QueueSummary {
+        try await database.read { db in try Store.summary(db) }
+    }
+
+    static func summary(_ db: Connection) throws -> QueueSummary {
+        var summary = QueueSummary()
+        for (state, n) in try db.query("SELECT state, n FROM job_counts", [], { ($0.string(0), $0.int(1)) }) {
+            switch JobState(rawValue: state) {
+            case .queued: summary.queued = n
+            case .sending: summary.sending = n
+            case .needsAttention: summary.needsAttention = n
+            case nil: break
+            }
+        }
+        summary.oldestJobMilliseconds = try db.scalarInt("SELECT created_at FROM jobs ORDER BY seq LIMIT 1")
+        return summary
+    }
+
+    // MARK: Row decoding
+
+    static func cachedExpenses(_ db: Connection, where condition: String, _ values: [SQLValue]) throws -> [CanonicalExpense] {
+        try db.query("""
+            SELECT transaction_id, client_id, merchant, amount, currency, date, category, comment, tax_tag,
+                   receipt_url, assigned, version, created_at, updated_at, deleted, conflict, conflicts
+            FROM expenses WHERE \(condition)
+            """, values) { r in
+            var expense = CanonicalExpense(
+                transactionID: r.string(0), clientID: r.string(1),
+                fields: ExpenseFields(merchant: r.optionalString(2), amount: r.optionalString(3), currency: r.optionalString(4),
+                                      date: r.optionalString(5), category: r.optionalString(6), comment: r.optionalString(7),
+                                      taxTag: r.optionalString(8)),
+                receiptURL: r.optionalString(9), assigned: r.bool(10), version: r.int(11),
+                createdAt: r.string(12), updatedAt: r.string(13), deleted: r.bool(14), conflict: r.bool(15))
+            expense.conflicts = (try? JSONDecoder().decode([String: ConflictValues].self, from: Data(r.string(16).utf8))) ?? [:]
+            return expense
+        }
+    }
+
+    static func pendingJobs(_ db: Connection, where condition: String, _ values: [SQLValue]) throws -> [(String, PendingJob)] {
+        try db.query("""
+            SELECT transaction_id, seq, uuid, kind, state, payload, attempts, transient_attempts,
+                   last_error, last_error_class, next_attempt_at, created_at
+            FROM jobs WHERE \(condition) ORDER BY seq
+            """, values) { r in
+            let kind = JobKind(rawValue: r.string(3)) ?? .create
+            let payload = JobPayload.decode(r.string(5))
+            return (r.string(0), PendingJob(
+                seq: r.int64(1), uuid: r.string(2), kind: kind, state: JobState(rawValue: r.string(4)) ?? .queued,
+                fields: payload.fields, attempts: r.int(6), transientAttempts: r.int(7),
+                lastError: r.optionalString(8), lastErrorClass: r.optionalString(9),
+                nextAttemptMilliseconds: r.int64(10), createdMilliseconds: r.int64(11)))
+        }
+    }
+}
+
+/// The JSON a job row carries: a create's fields, or an edit's fields and
+/// the version they were made against.
+struct JobPayload: Codable, Equatable {
+    var fields: ExpenseFields
+    var baseVersion: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case fields
+        case baseVersion = "base_version"
+    }
+
+    static func encode(fields: ExpenseFields, baseVersion: Int? = nil) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(JobPayload(fields: fields, baseVersion: baseVersion)), as: UTF8.self)
+    }
+
+    /// A payload this version cannot read decodes as empty fields: reads
+    /// still show the job, and sending it will say what is wrong.
+    static func decode(_ text: String) -> JobPayload {
+        (try? JSONDecoder().decode(JobPayload.self, from: Data(text.utf8))) ?? JobPayload(fields: ExpenseFields(), baseVersion: nil)
+    }
+}

@@ -1,0 +1,116 @@
+import ExpenseCore
+import Posix
+import SQLite
+
+/// Why the store could not do what was asked. `code` is what callers
+/// switch on; `message` is for people and never holds personal data.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable {
+        private enum Kind: Hashable { case notADatabase, newerSchema, io, notFound, ambiguous, invalidState }
+        private let kind: Kind
+        public static let notADatabase = Code(kind: .notADatabase)
+        public static let newerSchema = Code(kind: .newerSchema)
+        public static let io = Code(kind: .io)
+        public static let notFound = Code(kind: .notFound)
+        public static let ambiguous = Code(kind: .ambiguous)
+        public static let invalidState = Code(kind: .invalidState)
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// The daemon's one SQLite database (`expensed.db` in the state directory):
+/// the outbox of jobs and the cache of server expenses, plus the receipt
+/// files beside it. Every write commits durably (WAL, `synchronous=FULL`)
+/// before it returns.
+public final class Store: Sendable {
+    public let databasePath: String
+    public let receipts: ReceiptDirectory
+    /// A stable id of this install, sent with every create as `device_id`.
+    public let deviceID: String
+    let database: DatabaseQueue
+
+    /// `PRAGMA application_id` of an expensed database ("EXPD").
+    static let applicationID: Int64 = 0x4558_5044
+
+    /// Opens (creating if needed) the store in `stateDirectory` and brings
+    /// its schema up to date. Never deletes or rewrites a file it does not
+    /// recognize: it refuses with a message saying what to do.
+    public init(stateDirectory: String) throws(StoreError) {
+        do {
+            try FileSystem.makeDirectories(stateDirectory, mode: 0o700)
+        } catch {
+            throw StoreError(.io, "Failed to create state directory '\(stateDirectory)': \(error.reason)")
+        }
+        let path = "\(stateDirectory)/expensed.db"
+        databasePath = path
+        do {
+            receipts = try ReceiptDirectory(path: "\(stateDirectory)/receipts")
+        } catch {
+            throw StoreError(.io, "Failed to create receipts directory: \(error)")
+        }
+        var device = ""
+        do {
+            database = try DatabaseQueue(path: path, label: "store") { db in
+                try Store.prepare(db, path: path)
+                device = try Store.loadDeviceID(db)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as SQLiteError where error.isNotADatabase {
+            throw StoreError(.notADatabase, "'\(path)' is not an SQLite database (\(error.message)). It was not modified. Move it aside to start with an empty queue, or point --state-dir elsewhere.")
+        } catch let error as MigrationError {
+            if case .newerSchema(let found, let known) = error {
+                throw StoreError(.newerSchema, "'\(path)' has schema version \(found), newer than this expensed knows (\(known)). It was not modified. Run the newer expensed, or point --state-dir elsewhere.")
+            }
+            throw StoreError(.io, "Failed to migrate '\(path)': \(error)")
+        } catch {
+            throw StoreError(.io, "Failed to open database '\(path)': \(error)")
+        }
+        deviceID = device
+    }
+
+    private static func prepare(_ db: Connection, path: String) throws {
+        db.setBusyTimeout(milliseconds: 5000)
+        // Reading the header first: a file that is not a database fails
+        // here, before anything could be written to it.
+        let appID = try db.scalarInt("PRAGMA application_id") ?? 0
+        let tables = try db.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        if tables > 0 && appID != applicationID {
+            throw StoreError(.notADatabase, "'\(path)' is an SQLite database of another program (application_id \(appID)). It was not modified. Point --state-dir elsewhere.")
+        }
+        // WAL with synchronous=FULL: a commit returns only after the WAL is
+        // fsynced, so an acknowledged add survives power loss.
+        try db.execute("PRAGMA journal_mode = WAL")
+        try db.execute("PRAGMA synchronous = FULL")
+        try db.execute("PRAGMA foreign_keys = ON")
+        try db.migrate(Schema.migrations)
+    }
+
+    private static func loadDeviceID(_ db: Connection) throws -> String {
+        try db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('device_id', ?)", [.text(ClientID.make())])
+        return try db.queryFirst("SELECT value FROM settings WHERE key = 'device_id'") { $0.string(0) } ?? ""
+    }
+
+    /// Calls `answer` from the store's queue once it has finished the work
+    /// before it: proof that the store is not wedged (the watchdog asks this).
+    public func probe(_ answer: @escaping @Sendable () -> Void) {
+        database.probe {
+            FaultPoints.hit("store-probe")
+            answer()
+        }
+    }
+
+    /// Runs a read on the store's queue. For tests and tools that inspect the outbox.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await database.read(body)
+    }
+}

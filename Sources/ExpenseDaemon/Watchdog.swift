@@ -1,0 +1,57 @@
+import Posix
+import Synchronization
+import Systemd
+
+/// Sends `WATCHDOG=1` only while the daemon's loops are alive: each tick
+/// it probes the store's queue, the control socket's thread and the
+/// drainer, and pings systemd only when all answered within half a tick.
+/// A wedged loop therefore stops the pings, and systemd restarts the daemon.
+final class Watchdog: Sendable {
+    let intervalMilliseconds: Int64
+    let store: Store
+    let server: ControlServer
+    let logger: Logger
+    /// Whether the drainer is making progress (true when idle).
+    let drainerIsAlive: @Sendable () -> Bool
+    /// Called on every tick: watchdog ticks are a drain trigger.
+    let onTick: @Sendable () -> Void
+
+    /// - Parameter watchdogMicroseconds: `WATCHDOG_USEC`; pings go out at half of it.
+    init(watchdogMicroseconds: UInt64, store: Store, server: ControlServer, logger: Logger,
+         drainerIsAlive: @escaping @Sendable () -> Bool, onTick: @escaping @Sendable () -> Void) {
+        intervalMilliseconds = max(Int64(watchdogMicroseconds / 2000), 50)
+        self.store = store
+        self.server = server
+        self.logger = logger
+        self.drainerIsAlive = drainerIsAlive
+        self.onTick = onTick
+    }
+
+    func run() async {
+        var wasHealthy = true
+        while !Task.isCancelled {
+            let answered = Atomic<Int>(0)
+            store.probe { answered.add(1, ordering: .relaxed) }
+            server.probe { answered.add(1, ordering: .relaxed) }
+            do {
+                try await Task.sleep(for: .milliseconds(intervalMilliseconds / 2))
+            } catch {
+                return
+            }
+            let healthy = answered.load(ordering: .relaxed) == 2 && drainerIsAlive()
+            if healthy {
+                ServiceManager.watchdog()
+                if !wasHealthy { logger.notice("All loops answer again; watchdog pings resumed") }
+            } else if wasHealthy {
+                logger.error("A loop did not answer within \(intervalMilliseconds / 2) ms; withholding watchdog pings")
+            }
+            wasHealthy = healthy
+            onTick()
+            do {
+                try await Task.sleep(for: .milliseconds(intervalMilliseconds - intervalMilliseconds / 2))
+            } catch {
+                return
+            }
+        }
+    }
+}

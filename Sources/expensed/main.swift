@@ -1,0 +1,8 @@
+// expensed: the sync daemon. Everything lives in ExpenseDaemon; this only runs it.
+import ExpenseDaemon
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let status = await Daemon.main(arguments: Array(CommandLine.arguments.dropFirst()))
+exit(status)
