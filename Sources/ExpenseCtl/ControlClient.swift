@@ -57,6 +57,11 @@ final class ControlClient {
         do {
             try UnixSocket.send(socket, line, passing: descriptor)
         } catch {
+            // A refused peer gets one error line and the connection closes,
+            // possibly before our request was written: that line is the reason.
+            if let refusal = try? readLine(), refusal["ok"]?.boolValue == false {
+                _ = try result(of: refusal)
+            }
             throw ClientError(status: .ioError, message: "lost the connection to expensed: \(error.reason)")
         }
     }

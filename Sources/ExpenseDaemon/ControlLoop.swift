@@ -110,6 +110,11 @@ final class ControlLoop {
             }
         }
         for ping in pings { ping() }
+        // Lines that arrived while a request was in flight are waiting in
+        // the buffer; no poll event will announce them again.
+        for (id, _, _) in responses {
+            if let connection = connections[id] { processLines(connection) }
+        }
         if stopping && listening {
             listening = false
             for connection in Array(connections.values) {

@@ -1,0 +1,223 @@
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import Testing
+
+/// The control socket against raw bytes `expensectl` would never send.
+@Suite(.serialized) struct ControlSocketTests {
+    static let good = #"{"id":"ok","op":"status"}"# + "\n"
+
+    static let badLines: [(String, [UInt8], String)] = {
+        func line(_ s: String) -> [UInt8] { Array((s + "\n").utf8) }
+        let valid = #""merchant":"A","amount":"1.00","currency":"EUR","date":"2026-01-01""#
+        var cases: [(String, [UInt8], String)] = [
+            ("not JSON", line("garbage"), "invalid_json"),
+            ("unterminated object", line("{"), "invalid_json"),
+            ("array", line("[]"), "not_an_object"),
+            ("number", line("42"), "not_an_object"),
+            ("string", line("\"add\""), "not_an_object"),
+            ("null", line("null"), "not_an_object"),
+            ("empty object", line("{}"), "missing_field"),
+            ("op not a string", line(#"{"op":7}"#), "invalid_field"),
+            ("unknown op", line(#"{"op":"fly"}"#), "unknown_op"),
+            ("show without ref", line(#"{"op":"show"}"#), "missing_field"),
+            ("ref not a string", line(#"{"op":"show","ref":5}"#), "invalid_field"),
+            ("ref with a path", line(#"{"op":"show","ref":"../../etc/passwd"}"#), "invalid_field"),
+            ("unknown transaction id", line(#"{"op":"show","ref":"cp-ffffffffffffffffffffff"}"#), "not_found"),
+            ("retry unknown", line(#"{"op":"retry","ref":"0000"}"#), "not_found"),
+            ("discard unknown", line(#"{"op":"discard","ref":"cp-0"}"#), "not_found"),
+            ("expense not an object", line(#"{"op":"add","expense":"lunch"}"#), "invalid_field"),
+            ("amount as a number", line(#"{"op":"add","expense":{"merchant":"A","amount":12.5,"currency":"EUR","date":"2026-01-01"}}"#), "invalid_field"),
+            ("misspelled field", line(#"{"op":"add","expense":{"amout":"1.00"}}"#), "unknown_field"),
+            ("three fraction digits", line(#"{"op":"add","expense":{"merchant":"A","amount":"1.005","currency":"EUR","date":"2026-01-01"}}"#), "invalid_field"),
+            ("impossible date", line(#"{"op":"add","expense":{"merchant":"A","amount":"1.00","currency":"EUR","date":"2026-02-30"}}"#), "invalid_field"),
+            ("unknown currency", line(#"{"op":"add","expense":{"merchant":"A","amount":"1.00","currency":"XYZ","date":"2026-01-01"}}"#), "invalid_field"),
+            ("merchant too long", line(#"{"op":"add","expense":{"merchant":""# + String(repeating: "m", count: 300) + #"","amount":"1.00","currency":"EUR","date":"2026-01-01"}}"#), "invalid_field"),
+            ("control character in merchant", line(#"{"op":"add","expense":{"merchant":"A\u0001B","amount":"1.00","currency":"EUR","date":"2026-01-01"}}"#), "invalid_field"),
+            ("missing date without receipt", line(#"{"op":"add","expense":{"merchant":"A","amount":"1.00","currency":"EUR"}}"#), "invalid_field"),
+            ("receipt promised, none passed", line(#"{"op":"add","receipt":true}"#), "receipt_missing"),
+            ("client id not a UUID", line(#"{"op":"add","client_id":"nope","expense":{"# + valid + "}}"), "invalid_field"),
+            ("client id upper case", line(#"{"op":"add","client_id":"1B4E28BA-2FA1-11D2-883F-0000F87D3B6E","expense":{"# + valid + "}}"), "invalid_field"),
+            ("id is an array", line(#"{"id":[1],"op":"status"}"#), "invalid_field"),
+            ("unknown field on list", line(#"{"op":"list","extra":1}"#), "unknown_field"),
+            ("trailing garbage", line(#"{"op":"status"}}}"#), "invalid_json"),
+            ("number out of range", line(#"{"id":1e400,"op":"status"}"#), "invalid_json"),
+            ("resolve with a bad take", line(#"{"op":"resolve","ref":"cp-1","take":"both"}"#), "invalid_field"),
+            ("very long op", line(#"{"op":""# + String(repeating: "x", count: 100_000) + #""}"#), "unknown_op"),
+            ("deep nesting", line(String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)), "invalid_json"),
+        ]
+        cases.append(("invalid UTF-8", [0x7B, 0x22, 0x6F, 0x70, 0x22, 0x3A, 0x22, 0xFF, 0xFE, 0x22, 0x7D, 0x0A], "invalid_utf8"))
+        cases.append(("NUL inside the line", [0x7B, 0x00, 0x7D, 0x0A], "invalid_json"))
+        cases.append(("line longer than the limit", [UInt8](repeating: 0x61, count: 300_000) + [0x0A], "line_too_long"))
+        return cases
+    }()
+
+    @Test func badInputTable_eachAnsweredThenAGoodRequestSucceeds() throws {
+        #expect(Self.badLines.count >= 30)
+        let daemon = DaemonHarness(arguments: ["--control-line-max", "200000"])
+        try daemon.start()
+        defer { daemon.stop() }
+        for (name, bytes, code) in Self.badLines {
+            let client = try RawClient(path: daemon.socketPath)
+            try client.send(bytes)
+            let answer = try client.readJSONLine()
+            #expect(answer["ok"] == false, "\(name)")
+            #expect(answer["error"]?["code"]?.stringValue == code, "\(name): \(answer.serialized().prefix(300))")
+            #expect(answer["error"]?["message"]?.stringValue?.isEmpty == false, "\(name)")
+            try client.send(Self.good)
+            let next = try client.readJSONLine()
+            #expect(next["ok"] == true, "good request after \(name): \(next.serialized().prefix(300))")
+            #expect(next["id"] == "ok")
+        }
+        #expect(try daemon.list().isEmpty, "no bad input stored anything")
+    }
+
+    @Test func descriptorWithRequestThatTakesNone_isRefused() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let file = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+        let client = try RawClient(path: daemon.socketPath)
+        try client.send(#"{"id":1,"op":"list"}"# + "\n", passingFileAt: file)
+        #expect(try client.readJSONLine()["error"]?["code"] == "unexpected_descriptor")
+        try client.send(Self.good)
+        #expect(try client.readJSONLine()["ok"] == true)
+    }
+
+    @Test(arguments: [
+        ("not an image", Array("hello, this is text".utf8), "receipt_invalid"),
+        ("empty file", [], "receipt_invalid"),
+        ("too large", SampleReceipt.jpeg(size: 5000), "receipt_too_large"),
+    ] as [(String, [UInt8], String)])
+    func badReceipts_areRefusedAndLeaveNoFile(_ name: String, bytes: [UInt8], code: String) throws {
+        let daemon = DaemonHarness(arguments: ["--receipt-max-bytes", "4096"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let file = daemon.directory.at("receipt")
+        SampleReceipt.write(bytes, to: file)
+        let client = try RawClient(path: daemon.socketPath)
+        try client.send(#"{"id":1,"op":"add","receipt":true}"# + "\n", passingFileAt: file)
+        let answer = try client.readJSONLine()
+        #expect(answer["error"]?["code"]?.stringValue == code, "\(name): \(answer.serialized())")
+        try client.send(Self.good)
+        #expect(try client.readJSONLine()["ok"] == true)
+        #expect(daemon.receiptFiles().isEmpty, "\(name) left \(daemon.receiptFiles())")
+        #expect(try daemon.list().isEmpty)
+    }
+
+    @Test func receiptThatIsAPipe_isRefusedWithoutBlocking() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[1]) }
+        let client = try RawClient(path: daemon.socketPath, timeout: 10)
+        try client.send(#"{"id":1,"op":"add","receipt":true}"# + "\n", passing: .init(owning: fds[0]))
+        #expect(try client.readJSONLine()["error"]?["code"] == "receipt_invalid")
+    }
+
+    @Test func silentClient_isClosedAfterTheIdleTimeout() throws {
+        let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "300ms"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = try RawClient(path: daemon.socketPath, timeout: 10)
+        let started = Date()
+        let answer = try client.readJSONLine()
+        #expect(answer["error"]?["code"] == "idle_timeout")
+        #expect(client.isClosedByPeer())
+        #expect(Date().timeIntervalSince(started) < 8)
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    @Test func clientThatLeavesMidRequest_doesNotDisturbTheDaemon() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        for _ in 0..<20 {
+            let client = try RawClient(path: daemon.socketPath)
+            try client.send(#"{"id":1,"op":"add","expense":{"merchant":"Hal"#)
+        }
+        // An add whose answer nobody reads still commits: durable first.
+        let clientID = ClientID.make()
+        do {
+            let client = try RawClient(path: daemon.socketPath)
+            try client.send(#"{"id":1,"op":"add","client_id":""# + clientID + #"","expense":{"merchant":"A","amount":"1.00","currency":"EUR","date":"2026-01-01"}}"# + "\n")
+        }
+        try waitUntil(timeout: 10, "the unread add to be stored") {
+            try daemon.list().contains { $0["client_id"]?.stringValue == clientID }
+        }
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    @Test func connectionsBeyondTheLimit_areRefusedWithAReason() throws {
+        let daemon = DaemonHarness(arguments: ["--control-max-connections", "3"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let held = try (0..<3).map { _ in try RawClient(path: daemon.socketPath) }
+        // Make sure the daemon has taken all three before the fourth comes.
+        for client in held {
+            try client.send(Self.good)
+            #expect(try client.readJSONLine()["ok"] == true)
+        }
+        let extra = try RawClient(path: daemon.socketPath)
+        #expect(try extra.readJSONLine()["error"]?["code"] == "too_many_connections")
+        withExtendedLifetime(held) {}
+    }
+
+    @Test func pipelinedRequests_areAnsweredInOrder() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = try RawClient(path: daemon.socketPath)
+        var batch = ""
+        for i in 0..<50 {
+            batch += #"{"id":\#(i),"op":"add","expense":{"merchant":"M\#(i)","amount":"\#(i).00","currency":"EUR","date":"2026-01-01"}}"# + "\n"
+        }
+        try client.send(batch)
+        for i in 0..<50 {
+            let answer = try client.readJSONLine()
+            #expect(answer["id"] == .integer(Int64(i)))
+            #expect(answer["ok"] == true)
+        }
+        #expect(try daemon.list().count == 50)
+    }
+
+    @Test func watch_streamsTheNewestSummary() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let watcher = try RawClient(path: daemon.socketPath)
+        try watcher.send(#"{"id":"w","op":"watch"}"# + "\n")
+        let first = try watcher.readJSONLine()
+        #expect(first["id"] == "w")
+        #expect(first["result"]?["queued"] == 0)
+        _ = try daemon.ctl(["add", "--merchant", "A", "--amount", "1.00", "--currency", "EUR", "--date", "2026-01-01"])
+        var latest = try watcher.readJSONLine()
+        while latest["result"]?["queued"] != 1 { latest = try watcher.readJSONLine() }
+        #expect(latest["id"] == "w")
+    }
+
+    @Test func slowWatcher_neverBlocksTheDaemon() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let watcher = try RawClient(path: daemon.socketPath)
+        try watcher.send(#"{"id":"w","op":"watch"}"# + "\n")
+        // Never read: 300 adds each change the summary; the daemon keeps only the newest for it.
+        let client = try RawClient(path: daemon.socketPath)
+        for i in 0..<300 {
+            try client.send(#"{"id":\#(i),"op":"add","expense":{"merchant":"M","amount":"1.00","currency":"EUR","date":"2026-01-01"}}"# + "\n")
+            #expect(try client.readJSONLine()["ok"] == true)
+        }
+        // The watcher then catches up straight to the newest state.
+        var last = try watcher.readJSONLine()
+        var lines = 1
+        while last["result"]?["queued"] != 300 {
+            last = try watcher.readJSONLine()
+            lines += 1
+        }
+        #expect(lines < 300, "a slow watcher skips intermediate states")
+    }
+}

@@ -1,0 +1,285 @@
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import SQLite
+import Testing
+
+/// expensed as a process: start-up, refusal, notification, shutdown.
+@Suite(.serialized) struct DaemonLifecycleTests {
+    @Test func addList_survivesARestart() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        let receipt = daemon.directory.at("lunch.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(size: 10_000), to: receipt)
+        let plain = try daemon.ctl(["add", "--merchant", "Blue Bottle", "--amount", "12.50", "--currency", "EUR", "--date", "2026-11-29", "--category", "Meals"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let withReceipt = try daemon.ctl(["add", "--receipt", receipt, "--merchant", "Taxi", "--amount", "30.00", "--currency", "EUR", "--date", "2026-11-29"])
+        #expect(withReceipt.status == 0, "\(withReceipt.stderr)")
+        let ids = [plain.stdout, withReceipt.stdout].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(ids.allSatisfy(TransactionID.isValid))
+
+        func check() throws {
+            let list = try daemon.ctlJSON(["list"]).arrayValue ?? []
+            #expect(list.compactMap { $0["transaction_id"]?.stringValue } == ids)
+            #expect(list.allSatisfy { $0["state"] == "queued" })
+            #expect(list.map { $0["receipt"] } == ["none", "pending"])
+            #expect(list[0]["merchant"] == "Blue Bottle")
+            #expect(list[0]["category"] == "Meals")
+            #expect(list[1]["amount"] == "30.00")
+            #expect(TransactionID.derive(from: list[0]["client_id"]?.stringValue ?? "") == ids[0])
+        }
+        try check()
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        defer { daemon.stop() }
+        try check()
+        let stored = daemon.receiptFiles()
+        #expect(stored.count == 1)
+        let bytes = FileManager.default.contents(atPath: "\(daemon.stateDirectory)/receipts/\(stored[0])")
+        #expect(bytes == Data(SampleReceipt.jpeg(size: 10_000)))
+    }
+
+    @Test func discardAndRetry_changeWhatListShows() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let receipt = daemon.directory.at("r.png")
+        SampleReceipt.write(SampleReceipt.png(), to: receipt)
+        let first = try daemon.ctl(["add", "--receipt", receipt]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try daemon.ctl(["add", "--merchant", "B", "--amount", "2.00", "--currency", "USD", "--date", "2026-01-02"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(daemon.receiptFiles().count == 1)
+
+        let retried = try daemon.ctl(["retry", String(second.prefix(10))])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(retried.stdout.contains(second))
+
+        let discarded = try daemon.ctl(["discard", first])
+        #expect(discarded.status == 0, "\(discarded.stderr)")
+        #expect(discarded.stdout.contains("discarded 2 pending job(s)"))
+        #expect(daemon.receiptFiles().isEmpty)
+        let list = try daemon.ctlJSON(["list"]).arrayValue ?? []
+        #expect(list.compactMap { $0["transaction_id"]?.stringValue } == [second])
+
+        let again = try daemon.ctl(["discard", first])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("no expense matches"))
+    }
+
+    @Test func secondDaemonOnTheSameStateDirectory_refusesToStart() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let other = try runCommand(BuiltProducts.path("expensed"), [
+            "--config", daemon.directory.at("expensed.conf"), "--state-dir", daemon.stateDirectory,
+            "--socket", daemon.directory.at("other.sock"), "--spool-dir", "none",
+        ], timeout: 20)
+        #expect(other.status == 75)
+        #expect(other.stderr.contains("is in use by process \(daemon.process!.pid)"), "\(other.stderr)")
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    @Test func sigterm_stopsGracefullyAndRemovesTheSocket() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        #expect(daemon.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+        #expect(daemon.log.contains("Stopped"))
+    }
+
+    @Test func notifications_arriveAtTheNotifySocket() throws {
+        let dir = TemporaryDirectory()
+        let listener = try NotifyListener(path: dir.at("notify"))
+        let daemon = DaemonHarness(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
+        try daemon.start()
+        var messages = listener.collect(timeout: 10) { $0.contains { $0.contains("WATCHDOG=1") } }
+        let ready = messages.firstIndex { $0.hasPrefix("READY=1") }
+        #expect(ready != nil, "\(messages)")
+        #expect(messages.contains { $0.contains("STATUS=0 queued, 0 sending, 0 need attention") })
+        #expect(messages.contains("WATCHDOG=1"))
+
+        _ = try daemon.ctl(["add", "--merchant", "A", "--amount", "1.00", "--currency", "EUR", "--date", "2026-01-01"])
+        messages = listener.collect(timeout: 10) { $0.contains { $0.hasPrefix("STATUS=1 queued") } }
+        #expect(messages.contains { $0.hasPrefix("STATUS=1 queued") }, "\(messages)")
+
+        #expect(daemon.stop() == 0)
+        messages = listener.collect(timeout: 2)
+        #expect(messages.contains("STOPPING=1"), "\(messages)")
+    }
+
+    @Test func watchdog_stopsPingingWhenTheProcessIsFrozen() throws {
+        let dir = TemporaryDirectory()
+        let listener = try NotifyListener(path: dir.at("notify"))
+        let daemon = DaemonHarness(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000"])
+        try daemon.start()
+        defer { daemon.process?.signal(SIGCONT); daemon.stop() }
+        let before = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
+        #expect(before.count >= 3, "pings every 100 ms: \(before.count)")
+        daemon.process?.signal(SIGSTOP)
+        _ = listener.collect(timeout: 0.3)
+        let frozen = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
+        #expect(frozen.isEmpty)
+        daemon.process?.signal(SIGCONT)
+        let after = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
+        #expect(!after.isEmpty)
+    }
+
+    @Test func watchdog_stopsPingingWhenTheStoreIsWedged() throws {
+        let dir = TemporaryDirectory()
+        let listener = try NotifyListener(path: dir.at("notify"))
+        // The fifth liveness probe of the store hangs its queue forever.
+        let daemon = DaemonHarness(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000",
+                                                 "EXPENSED_FAULT": "store-probe:hang@5"])
+        try daemon.start()
+        defer { daemon.crash() }
+        let messages = listener.collect(timeout: 3)
+        let pings = messages.filter { $0 == "WATCHDOG=1" }.count
+        #expect(pings >= 2 && pings <= 5, "\(pings) pings before the wedge")
+        let later = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
+        #expect(later.isEmpty, "no pings once the store is wedged")
+        #expect(daemon.log.contains("withholding watchdog pings"))
+    }
+
+    @Test func clientOfAnotherUser_isRefused() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        // Let everyone reach the socket file, so only the peer check decides.
+        chmod(daemon.socketPath, 0o666)
+        let refused = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                          BuiltProducts.path("expensectl"), "--socket", daemon.socketPath, "status"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("uid 65534 may not use expensed"), "\(refused.stderr)")
+        #expect(daemon.log.contains("Refused control connection from uid 65534"))
+    }
+
+    @Test func memberOfTheControlGroup_isServed() throws {
+        let daemon = DaemonHarness(arguments: ["--control-group", "adm"])
+        try daemon.start()
+        defer { daemon.stop() }
+        chmod(daemon.socketPath, 0o666)
+        let gid = String(getgrnam("adm")!.pointee.gr_gid)
+        let allowed = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--groups=\(gid)",
+                                                          BuiltProducts.path("expensectl"), "--socket", daemon.socketPath, "status"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        let outsider = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                           BuiltProducts.path("expensectl"), "--socket", daemon.socketPath, "status"])
+        #expect(outsider.status == 77)
+        #expect(outsider.stderr.contains("members of group 'adm'"))
+    }
+
+    @Test func fileThatIsNotADatabase_isRefusedAndLeftAlone() throws {
+        let daemon = DaemonHarness()
+        try FileManager.default.createDirectory(atPath: daemon.stateDirectory, withIntermediateDirectories: true)
+        let junk = Data(repeating: 0x2A, count: 8192)
+        let path = "\(daemon.stateDirectory)/expensed.db"
+        _ = FileManager.default.createFile(atPath: path, contents: junk)
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("'\(path)' is not an SQLite database"), "\(result.stderr)")
+        #expect(result.stderr.contains("Move it aside"))
+        #expect(FileManager.default.contents(atPath: path) == junk)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
+    @Test func databaseFromANewerSchema_isRefusedAndLeftAlone() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        #expect(daemon.stop() == 0)
+        let path = "\(daemon.stateDirectory)/expensed.db"
+        do {
+            let db = try Connection(path: path)
+            try db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
+        }
+        let before = FileManager.default.contents(atPath: path)
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("schema version 99, newer than this expensed knows"), "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: path) == before)
+    }
+
+    @Test func otherProgramsDatabase_isRefused() throws {
+        let daemon = DaemonHarness()
+        try FileManager.default.createDirectory(atPath: daemon.stateDirectory, withIntermediateDirectories: true)
+        let path = "\(daemon.stateDirectory)/expensed.db"
+        do {
+            let db = try Connection(path: path)
+            try db.execute("CREATE TABLE photos (id INTEGER)")
+        }
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("another program"), "\(result.stderr)")
+    }
+
+    @Test(arguments: [
+        ("state_dir /x\n", "expensed.conf:1: expected 'key = value'"),
+        ("# comment\n\nsocket = /tmp/x.sock\nfrobnicate = 1\n", "expensed.conf:4: unknown key 'frobnicate'"),
+        ("drain_interval = soon\n", "expensed.conf:1: drain_interval: must be a duration"),
+        ("max_attempts = 0\n", "expensed.conf:1: max_attempts: must be a whole number from 1"),
+        ("server = ftp://example.com\n", "expensed.conf:1: server: must be an http:// or https:// URL"),
+        ("receipt_max_bytes = 12X\n", "expensed.conf:1: receipt_max_bytes: must be a size"),
+        ("concurrency = 2\nconcurrency = 3\n", "expensed.conf:2: 'concurrency' is set twice"),
+        ("log_target = syslog\n", "expensed.conf:1: log_target: must be auto, journal or stderr"),
+    ])
+    func badConfigurationLine_isReportedWithItsLineNumber(_ text: String, expected: String) throws {
+        let dir = TemporaryDirectory()
+        let config = dir.at("expensed.conf")
+        _ = FileManager.default.createFile(atPath: config, contents: Data(text.utf8))
+        let result = try runCommand(BuiltProducts.path("expensed"), ["--config", config, "--state-dir", dir.at("state")], timeout: 20)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.at("state")), "nothing created on a bad configuration")
+    }
+
+    @Test func flags_overrideTheConfigurationFile() throws {
+        let daemon = DaemonHarness()
+        let config = daemon.directory.at("expensed.conf")
+        _ = FileManager.default.createFile(atPath: config, contents: Data("state_dir = \(daemon.directory.at("from-file"))\nsocket = \(daemon.directory.at("file.sock"))\n".utf8))
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(FileManager.default.fileExists(atPath: "\(daemon.stateDirectory)/expensed.db"))
+        #expect(!FileManager.default.fileExists(atPath: daemon.directory.at("from-file")))
+        let status = try daemon.ctlJSON(["status"])
+        #expect(status["state_dir"]?.stringValue == daemon.stateDirectory)
+        #expect(status["server"] == "not_configured")
+        #expect(status["server_url"] == .null)
+    }
+
+    @Test func configurationFile_isUsed() throws {
+        let dir = TemporaryDirectory()
+        let config = dir.at("expensed.conf")
+        _ = FileManager.default.createFile(atPath: config, contents: Data("""
+            # expensed test configuration
+            state_dir = \(dir.at("state"))
+            socket = \(dir.at("c.sock"))
+            spool_dir = none
+            log_target = stderr
+            """.utf8))
+        let child = try ChildProcess(BuiltProducts.path("expensed"), ["--config", config], outputDirectory: dir.path)
+        defer { child.stop() }
+        try waitUntil(timeout: 20, "the socket from the configuration file") { FileManager.default.fileExists(atPath: dir.at("c.sock")) }
+        let status = try runCommand(BuiltProducts.path("expensectl"), ["--socket", dir.at("c.sock"), "status", "--json"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains(dir.at("state")))
+    }
+
+    @Test(arguments: [
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--state-dir"], "option '--state-dir' needs a value"),
+        (["stray"], "unexpected argument 'stray'"),
+        (["--concurrency", "0"], "--concurrency: must be a whole number"),
+    ])
+    func badFlags_areUsageErrors(_ arguments: [String], expected: String) throws {
+        let result = try runCommand(BuiltProducts.path("expensed"), ["--config", "/dev/null"] + arguments, timeout: 20)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+        #expect(result.stderr.contains("Try 'expensed --help'"))
+    }
+
+    @Test func help_listsEveryOption() throws {
+        let result = try runCommand(BuiltProducts.path("expensed"), ["--help"])
+        #expect(result.status == 0)
+        for flag in ["--config", "--state-dir", "--socket", "--spool-dir", "--server", "--token-file", "--control-group"] {
+            #expect(result.stdout.contains(flag))
+        }
+    }
+}

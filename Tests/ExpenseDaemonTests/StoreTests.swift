@@ -1,0 +1,155 @@
+import ExpenseCore
+@testable import ExpenseDaemon
+import ExpenseTestSupport
+import Foundation
+import Posix
+import Testing
+
+@Suite struct StoreTests {
+    let fields = ExpenseFields(merchant: "Blue Bottle", amount: "12.50", currency: "EUR", date: "2026-11-29")
+
+    @Test func enqueue_isReadBackAfterReopening() async throws {
+        let dir = TemporaryDirectory()
+        let clientID = ClientID.make()
+        do {
+            let store = try Store(stateDirectory: dir.at("state"))
+            let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: nil, now: 1000)
+            #expect(result.isNew)
+            #expect(result.transactionID == TransactionID.derive(from: clientID))
+        }
+        let store = try Store(stateDirectory: dir.at("state"))
+        let views = try await store.views()
+        #expect(views.count == 1)
+        #expect(views[0].fields == fields)
+        #expect(views[0].state == .queued)
+        #expect(views[0].clientID == clientID)
+        #expect(views[0].jobs.map(\.kind) == [.create])
+    }
+
+    @Test func sameClientID_isOneExpense() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let clientID = ClientID.make()
+        let results = try await withThrowingTaskGroup(of: EnqueueResult.self) { group in
+            for _ in 0..<10 {
+                group.addTask { try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: nil, now: 1) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter(\.isNew).count == 1)
+        #expect(try await store.views().count == 1)
+    }
+
+    @Test func deviceSequence_isMonotonicAndNeverReused() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let first = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 1)
+        _ = try await store.discard(ref: first.transactionID)
+        _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 2)
+        let seqs = try await store.views().flatMap { $0.jobs.map(\.seq) }
+        #expect(seqs == [2])
+    }
+
+    @Test func stagedReceipt_isDurableAndReferenced() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let source = dir.at("in.pdf")
+        SampleReceipt.write(SampleReceipt.pdf(size: 300_000), to: source)
+        let fd = try FileDescriptor.open(source, .readOnly)
+        let staged = try store.receipts.stage(from: fd, jobUUID: ClientID.make(), maxBytes: 1 << 20)
+        #expect(staged.kind == .pdf)
+        #expect(staged.size == 300_000)
+        let result = try await store.enqueueCreate(fields: ExpenseFields(), clientID: ClientID.make(), receipt: staged, now: 5)
+        #expect(result.hasReceipt)
+        let copy = FileManager.default.contents(atPath: store.receipts.filePath(staged.fileName))
+        #expect(copy == FileManager.default.contents(atPath: source))
+        let view = try await store.view(ref: result.transactionID)
+        #expect(view.receipt == .pending)
+        #expect(view.jobs.map(\.kind) == [.create, .receipt])
+    }
+
+    @Test func reconcile_requeuesSendingAndSweepsOnlyDaemonNamedOrphans() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let result = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 1)
+        try await store.read { db in try db.execute("UPDATE jobs SET state = 'sending'", []) }
+        let receipts = store.receipts.path
+        let orphan = "\(ClientID.make()).jpg"
+        let leftover = ".\(ClientID.make()).tmp"
+        let foreign = ["notes.txt", "\(ClientID.make().uppercased()).jpg", "\(ClientID.make()).gif", "photo.jpg"]
+        for name in [orphan, leftover] + foreign { SampleReceipt.write([1], to: "\(receipts)/\(name)") }
+
+        let report = try store.reconcile()
+        #expect(report.requeued == 1)
+        #expect(Set(report.removedReceipts) == [orphan, leftover])
+        let remaining = Set(try FileManager.default.contentsOfDirectory(atPath: receipts))
+        #expect(remaining == Set(foreign))
+        #expect(try await store.view(ref: result.transactionID).state == .queued)
+    }
+
+    @Test func resolve_acceptsIdsClientIDsAndUniquePrefixes() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let a = try await store.enqueueCreate(fields: fields, clientID: "aaaaaaaa-0000-4000-8000-000000000001", receipt: nil, now: 1)
+        _ = try await store.enqueueCreate(fields: fields, clientID: "aaaaaaab-0000-4000-8000-000000000002", receipt: nil, now: 2)
+        #expect(try await store.view(ref: a.transactionID).transactionID == a.transactionID)
+        #expect(try await store.view(ref: "aaaaaaaa-0000-4000-8000-000000000001").transactionID == a.transactionID)
+        #expect(try await store.view(ref: "aaaaaaaa").transactionID == a.transactionID)
+        await #expect(throws: StoreError.self) { try await store.view(ref: "aaaaaaa") }
+        await #expect(throws: StoreError.self) { try await store.view(ref: "ffff") }
+    }
+
+    @Test func summary_countsWithoutScanning() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        for i in 0..<5 { _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: Int64(100 + i)) }
+        try await store.read { db in try db.execute("UPDATE jobs SET state = 'needs_attention' WHERE seq <= 2", []) }
+        let summary = try await store.summary()
+        #expect(summary.queued == 3)
+        #expect(summary.needsAttention == 2)
+        #expect(summary.oldestJobMilliseconds == 100)
+    }
+}
+
+@Suite struct ConfigurationTests {
+    @Test func durationsAndSizes_parse() throws {
+        #expect(try duration("250ms") == 250)
+        #expect(try duration("5s") == 5000)
+        #expect(try duration("15m") == 900_000)
+        #expect(try duration("2h") == 7_200_000)
+        #expect(try duration("7") == 7000)
+        #expect(throws: ConfigurationError.self) { try duration("-1s") }
+        #expect(throws: ConfigurationError.self) { try duration("5 s") }
+        #expect(try size("25M") == 25 << 20)
+        #expect(try size("512KiB") == 512 << 10)
+        #expect(try size("1000") == 1000)
+        #expect(throws: ConfigurationError.self) { try size("0") }
+        #expect(throws: ConfigurationError.self) { try size("1T") }
+    }
+
+    @Test func flags_winOverTheFile() throws {
+        let invocation = try Configuration.parse(arguments: ["--config", "/etc/x.conf", "--concurrency", "7"]) { path in
+            #expect(path == "/etc/x.conf")
+            return "concurrency = 2\nstate_dir = /srv/expensed/\nserver = https://expenses.example.com/api/\n"
+        }
+        guard case .run(let configuration) = invocation else {
+            Issue.record("expected a run")
+            return
+        }
+        #expect(configuration.concurrency == 7)
+        #expect(configuration.stateDirectory == "/srv/expensed")
+        #expect(configuration.serverURL == "https://expenses.example.com/api")
+    }
+
+    @Test func missingDefaultFile_isFineButMissingNamedFileIsNot() throws {
+        #expect(try Configuration.parse(arguments: []) { _ in nil } == .run(Configuration()))
+        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--config", "/nope"]) { _ in nil } }
+    }
+
+    @Test func serverURLWithCredentials_isRefused() {
+        var configuration = Configuration()
+        #expect(throws: ConfigurationError.self) {
+            try configuration.apply(fileText: "server = https://user:secret@example.com\n", path: "c")
+        }
+    }
+}

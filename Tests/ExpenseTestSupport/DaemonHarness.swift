@@ -1,0 +1,212 @@
+import ExpenseCore
+import Foundation
+
+/// An `expensed` child process with its own state directory, socket and
+/// (empty) configuration file, and helpers to talk to it.
+public final class DaemonHarness: @unchecked Sendable {
+    public let directory: TemporaryDirectory
+    public let stateDirectory: String
+    public let socketPath: String
+    public let spoolDirectory: String
+    public var arguments: [String]
+    public var environment: [String: String]
+    public private(set) var process: ChildProcess?
+
+    /// - Parameters:
+    ///   - arguments: extra flags for `expensed`.
+    ///   - spool: whether to watch a spool directory (`spool/` in the harness folder).
+    public init(arguments: [String] = [], environment: [String: String] = [:], spool: Bool = false, directory: TemporaryDirectory? = nil) {
+        self.directory = directory ?? TemporaryDirectory(prefix: "expensed")
+        stateDirectory = self.directory.at("state")
+        socketPath = self.directory.at("control.sock")
+        spoolDirectory = self.directory.at("spool")
+        let configPath = self.directory.at("expensed.conf")
+        if !FileManager.default.fileExists(atPath: configPath) {
+            _ = FileManager.default.createFile(atPath: configPath, contents: Data())
+        }
+        self.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath,
+                          "--spool-dir", spool ? spoolDirectory : "none", "--log-target", "stderr"] + arguments
+        self.environment = environment
+        if spool { try? FileManager.default.createDirectory(atPath: spoolDirectory, withIntermediateDirectories: true) }
+    }
+
+    /// Starts the daemon and waits until its socket answers.
+    public func start(timeout: Double = 20) throws {
+        let child = try ChildProcess(BuiltProducts.path("expensed"), arguments, environment: environment,
+                                     outputDirectory: directory.path, name: "expensed")
+        process = child
+        try waitUntil(timeout: timeout, "expensed to answer on \(socketPath)") {
+            guard child.isRunning else {
+                throw TestFailure("expensed exited with \(child.process.terminationStatus): \(child.standardError)")
+            }
+            return (try? request(["op": "status"])) != nil
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status.
+    @discardableResult
+    public func stop(timeout: Double = 20) -> Int32? {
+        guard let process else { return nil }
+        process.signal(SIGTERM)
+        let status = process.waitForExit(timeout: timeout)
+        if status == nil { process.crash() }
+        return status
+    }
+
+    /// `kill -9`.
+    public func crash() {
+        process?.crash()
+    }
+
+    public var log: String { process?.standardError ?? "" }
+
+    /// Runs `expensectl` against this daemon.
+    public func ctl(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> CommandResult {
+        try runCommand(BuiltProducts.path("expensectl"), ["--socket", socketPath] + arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Runs `expensectl … --json` and parses its output.
+    public func ctlJSON(_ arguments: [String]) throws -> JSONValue {
+        let result = try ctl(arguments + ["--json"])
+        guard result.status == 0 else {
+            throw TestFailure("expensectl \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+        }
+        return try JSONValue.parse(Array(result.stdout.utf8))
+    }
+
+    /// One request over a fresh connection; returns the whole response line.
+    public func request(_ object: JSONValue, timeout: Double = 30) throws -> JSONValue {
+        let client = try RawClient(path: socketPath, timeout: timeout)
+        try client.send(object.serialized() + "\n")
+        return try client.readJSONLine()
+    }
+
+    /// The expenses `list` shows.
+    public func list() throws -> [JSONValue] {
+        let response = try request(["op": "list"])
+        guard let expenses = response["result"]?["expenses"]?.arrayValue else {
+            throw TestFailure("list failed: \(response.serialized())")
+        }
+        return expenses
+    }
+
+    /// Files in the receipts directory.
+    public func receiptFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "\(stateDirectory)/receipts")) ?? []).sorted()
+    }
+}
+
+/// A control socket client that sends raw bytes: for testing what the
+/// daemon does with input `expensectl` would never send.
+public final class RawClient: @unchecked Sendable {
+    public let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public init(path: String, timeout: Double = 30) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw TestFailure("connect \(path): \(String(cString: strerror(code)))")
+        }
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestFailure("send: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    /// Closes the writing half: the daemon sees end of input.
+    public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// The next line, without its newline; `nil` at end of stream.
+    public func readLine() throws -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeFirst(newline + 1)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return nil }
+            if n < 0 { throw TestFailure("recv: \(String(cString: strerror(errno)))") }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    public func readJSONLine() throws -> JSONValue {
+        guard let line = try readLine() else { throw TestFailure("connection closed before a response") }
+        return try JSONValue.parse(line)
+    }
+
+    /// True when the daemon has closed the connection (reads end of stream).
+    public func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+}
+
+import Posix
+
+extension RawClient {
+    /// Sends `text` with the file at `path` attached as a descriptor
+    /// (`SCM_RIGHTS`), the way `expensectl add --receipt` does.
+    public func send(_ text: String, passingFileAt path: String) throws {
+        let file = try FileDescriptor.open(path, [.readOnly, .nonBlocking])
+        try send(text, passing: file)
+    }
+
+    /// Sends `text` with `descriptor` attached.
+    public func send(_ text: String, passing descriptor: FileDescriptor) throws {
+        let socket = FileDescriptor(owning: dup(fd))
+        try UnixSocket.send(socket, Array(text.utf8), passing: descriptor)
+    }
+}
+
+/// Receipt-shaped test files: the right magic bytes, then filler.
+public enum SampleReceipt {
+    public static func jpeg(size: Int = 2048, seed: UInt8 = 1) -> [UInt8] {
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+        bytes += (0..<max(0, size - 4)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
+        return bytes
+    }
+
+    public static func png(size: Int = 2048) -> [UInt8] {
+        var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        bytes += [UInt8](repeating: 0x42, count: max(0, size - 8))
+        return bytes
+    }
+
+    public static func pdf(size: Int = 2048) -> [UInt8] {
+        var bytes = Array("%PDF-1.7\n".utf8)
+        bytes += [UInt8](repeating: 0x20, count: max(0, size - bytes.count))
+        return bytes
+    }
+
+    /// Writes `bytes` to `path`.
+    public static func write(_ bytes: [UInt8], to path: String) {
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
+}
