@@ -45,6 +45,9 @@ let package = Package(
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer"]),
 
+        // Benchmarks: print figures, assert nothing (bench/README.md).
+        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "Posix", "SQLite"], path: "bench/daemon"),
+
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore"], path: "Tests/ExpenseTestSupport"),
 

@@ -101,6 +101,7 @@ final class ControlLoop {
             if case .watch(let watchID) = action {
                 connection.watchID = watchID
                 connection.sentSummaryVersion = version
+                server.watcherCount.add(1, ordering: .relaxed)
             }
         }
         if let summary {
@@ -285,6 +286,7 @@ final class ControlLoop {
     }
 
     private func close(_ connection: Connection) {
-        connections.removeValue(forKey: connection.id)
+        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        if connection.isWatching { server.watcherCount.subtract(1, ordering: .relaxed) }
     }
 }

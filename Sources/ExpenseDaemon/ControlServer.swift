@@ -72,6 +72,8 @@ public final class ControlServer: Sendable {
     let limits: ControlLimits
     let access: AccessPolicy
     let logger: Logger
+    /// How many connections are watching (kept by the socket thread).
+    let watcherCount = Atomic<Int>(0)
     private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
     struct SharedState: ~Copyable {
@@ -125,6 +127,9 @@ public final class ControlServer: Sendable {
         }
         wakeup.signal()
     }
+
+    /// True when some connection is watching the queue.
+    public var hasWatchers: Bool { watcherCount.load(ordering: .relaxed) > 0 }
 
     /// Calls `answer` from the socket thread once it has gone round its
     /// loop: proof that it is alive (the watchdog asks this).

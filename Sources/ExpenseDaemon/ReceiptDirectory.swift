@@ -1,4 +1,3 @@
-import Digest
 import ExpenseCore
 import Posix
 
@@ -9,8 +8,6 @@ public struct StagedReceipt: Sendable, Equatable {
     public let jobUUID: String
     public let kind: ReceiptKind
     public let size: Int
-    /// `Repr-Digest`'s value: base64 of the SHA-256 of the bytes.
-    public let sha256Base64: String
 
     /// `<uuid>.<ext>`, inside the receipts directory.
     public var fileName: String { "\(jobUUID).\(kind.fileExtension)" }
@@ -54,6 +51,14 @@ public final class ReceiptDirectory: Sendable {
         guard status.kind == .regular else { throw .invalid("receipt is not a regular file") }
         guard status.size <= maxBytes else { throw .tooLarge(limit: maxBytes) }
 
+        var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
+        let headCount: Int
+        do { headCount = try source.read(into: &head, at: 0) } catch { throw .io(error) }
+        guard headCount > 0 else { throw .invalid("receipt is empty") }
+        guard let kind = ReceiptKind.detect(head.prefix(headCount)) else {
+            throw .invalid("receipt is not a JPEG, PNG or PDF file (by its first bytes)")
+        }
+
         let temporary = "\(path)/.\(jobUUID).tmp"
         let output: FileDescriptor
         do {
@@ -61,41 +66,28 @@ public final class ReceiptDirectory: Sendable {
         } catch {
             throw .io(error)
         }
-        do {
-            var hasher = SHA256()
+        do throws(ReceiptError) {
+            // Copied in the kernel; the digest is computed when it is sent,
+            // so the acknowledgement waits only for the bytes to be durable.
             var offset: Int64 = 0
-            var kind: ReceiptKind?
-            var buffer = [UInt8](repeating: 0, count: 128 * 1024)
             while true {
                 let n: Int
-                do { n = try source.read(into: &buffer, at: offset) } catch { throw ReceiptError.io(error) }
+                do { n = try output.copy(from: source, offset: &offset, count: maxBytes + 1 - Int(offset)) } catch { throw .io(error) }
+                if offset > Int64(maxBytes) { throw .tooLarge(limit: maxBytes) }
                 if n == 0 { break }
-                if offset + Int64(n) > Int64(maxBytes) { throw ReceiptError.tooLarge(limit: maxBytes) }
-                if offset == 0 {
-                    kind = ReceiptKind.detect(buffer.prefix(n))
-                    guard kind != nil else { throw ReceiptError.invalid("receipt is not a JPEG, PNG or PDF file (by its first bytes)") }
-                }
-                let chunk = buffer[0..<n]
-                chunk.withUnsafeBytes { hasher.update($0) }
-                do { try output.writeAll(chunk) } catch { throw ReceiptError.io(error) }
-                offset += Int64(n)
             }
-            guard let kind else { throw ReceiptError.invalid("receipt is empty") }
-            let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset), sha256Base64: Base64.encode(hasher.finalize()))
+            let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset))
             do {
                 try output.sync()
                 try FileSystem.rename(temporary, to: filePath(staged.fileName))
                 try FileSystem.syncDirectory(path)
             } catch {
-                throw ReceiptError.io(error)
+                throw .io(error)
             }
             return staged
-        } catch let error as ReceiptError {
-            try? FileSystem.remove(temporary)
-            throw error
         } catch {
             try? FileSystem.remove(temporary)
-            throw ReceiptError.invalid("\(error)")
+            throw error
         }
     }
 

@@ -15,11 +15,15 @@ enum Schema {
             );
 
             -- The outbox: one row per operation waiting for the server.
-            -- seq is the per-device monotonic sequence (AUTOINCREMENT never
-            -- reuses a value, even after the row is gone).
+            -- seq is the per-device monotonic sequence, taken from
+            -- counters('seq'), so it is never reused even after its row is
+            -- gone. Every index costs each add another page write, so there
+            -- are few: uuid is found through transaction_id (a create's id
+            -- derives from it), and only jobs that have failed are indexed
+            -- by their next attempt time.
             CREATE TABLE jobs (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                uuid TEXT NOT NULL UNIQUE,
+                seq INTEGER PRIMARY KEY,
+                uuid TEXT NOT NULL,
                 kind TEXT NOT NULL CHECK (kind IN ('create', 'receipt', 'edit', 'delete')),
                 transaction_id TEXT NOT NULL,
                 payload TEXT NOT NULL,
@@ -30,27 +34,28 @@ enum Schema {
                 last_error_class TEXT,
                 next_attempt_at INTEGER NOT NULL DEFAULT 0,
                 created_at INTEGER NOT NULL,
-                receipt_file TEXT UNIQUE,
+                receipt_file TEXT,
                 receipt_type TEXT,
-                receipt_size INTEGER,
-                receipt_sha256 TEXT
+                receipt_size INTEGER
             );
             CREATE INDEX jobs_by_expense ON jobs (transaction_id, seq);
-            CREATE INDEX jobs_ready ON jobs (state, next_attempt_at, seq);
+            CREATE INDEX jobs_retrying ON jobs (next_attempt_at) WHERE attempts > 0 OR transient_attempts > 0;
 
-            -- Counts per state, kept by triggers in the same transaction as
-            -- every change, so a summary never scans the outbox.
-            CREATE TABLE job_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
-            INSERT INTO job_counts (state, n) VALUES ('queued', 0), ('sending', 0), ('needs_attention', 0);
+            -- The last sequence number and the count of jobs per state, on
+            -- one page, kept by triggers in the same transaction as every
+            -- change: a summary never scans the outbox.
+            CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO counters (name, value) VALUES ('seq', 0), ('queued', 0), ('sending', 0), ('needs_attention', 0);
             CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs BEGIN
-                UPDATE job_counts SET n = n + 1 WHERE state = NEW.state;
+                UPDATE counters SET value = CASE WHEN name = 'seq' THEN max(value, NEW.seq) ELSE value + 1 END
+                WHERE name IN ('seq', NEW.state);
             END;
             CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
-                UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;
+                UPDATE counters SET value = value - 1 WHERE name = OLD.state;
             END;
             CREATE TRIGGER jobs_count_update AFTER UPDATE OF state ON jobs WHEN OLD.state != NEW.state BEGIN
-                UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;
-                UPDATE job_counts SET n = n + 1 WHERE state = NEW.state;
+                UPDATE counters SET value = value + (CASE name WHEN NEW.state THEN 1 ELSE -1 END)
+                WHERE name IN (OLD.state, NEW.state);
             END;
 
             -- The cache: a disposable projection of the server's expenses.

@@ -53,9 +53,18 @@ public final class StatusPublisher: Sendable {
         return summary
     }
 
+    /// Whether systemd listens for `STATUS=` (checked once: the environment is fixed).
+    private let notifying = Environment["NOTIFY_SOCKET"] != nil
+
     /// Publishes until cancelled.
     func run() async {
         for await _ in changes {
+            // Nobody to tell: skip the work. A new watcher gets the current
+            // summary in its first answer anyway.
+            if !notifying && !server.hasWatchers {
+                extras.withLock { $0.last = nil }
+                continue
+            }
             guard let summary = try? await current() else { continue }
             let isNew = extras.withLock { extras -> Bool in
                 defer { extras.last = summary }

@@ -24,21 +24,24 @@ extension Store {
         let result: EnqueueResult
         do {
             result = try await database.write { db in
-                let known = try db.scalarInt("SELECT count(*) FROM jobs WHERE uuid = ? AND kind = 'create'", [.text(clientID)]) ?? 0
-                let cached = try db.scalarInt("SELECT count(*) FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
-                if known > 0 || cached > 0 {
+                // The transaction id derives from the client id, so its index finds a retried add.
+                let known = try db.scalarInt(
+                    "SELECT (SELECT count(*) FROM jobs WHERE transaction_id = ?1 AND kind = 'create') + (SELECT count(*) FROM expenses WHERE transaction_id = ?1)",
+                    [.text(transactionID)]) ?? 0
+                if known > 0 {
                     let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
                     return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
                 }
                 try db.execute("""
-                    INSERT INTO jobs (uuid, kind, transaction_id, payload, created_at) VALUES (?, 'create', ?, ?, ?)
+                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
+                    VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?)
                     """, [.text(clientID), .text(transactionID), .text(payload), .integer(now)])
                 if let receipt {
                     try db.execute("""
-                        INSERT INTO jobs (uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, receipt_sha256)
-                        VALUES (?, 'receipt', ?, '{}', ?, ?, ?, ?, ?)
+                        INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size)
+                        VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?)
                         """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
-                              .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(receipt.sha256Base64)])
+                              .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
                 }
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
             }
@@ -157,9 +160,13 @@ extension Store {
         try await database.read { db in try Store.summary(db) }
     }
 
+    /// The SQL expression for the next sequence number: never reused, even
+    /// when the job that had the last one is gone.
+    static let nextSeq = "(SELECT value + 1 FROM counters WHERE name = 'seq')"
+
     static func summary(_ db: Connection) throws -> QueueSummary {
         var summary = QueueSummary()
-        for (state, n) in try db.query("SELECT state, n FROM job_counts", [], { ($0.string(0), $0.int(1)) }) {
+        for (state, n) in try db.query("SELECT name, value FROM counters", [], { ($0.string(0), $0.int(1)) }) {
             switch JobState(rawValue: state) {
             case .queued: summary.queued = n
             case .sending: summary.sending = n

@@ -4,7 +4,7 @@ import Systemd
 
 /// Sends `WATCHDOG=1` only while the daemon's loops are alive: each tick
 /// it probes the store's queue, the control socket's thread and the
-/// drainer, and pings systemd only when all answered within half a tick.
+/// drainer, and pings systemd only when all answered within the tick.
 /// A wedged loop therefore stops the pings, and systemd restarts the daemon.
 final class Watchdog: Sendable {
     let intervalMilliseconds: Int64
@@ -27,14 +27,20 @@ final class Watchdog: Sendable {
         self.onTick = onTick
     }
 
+    /// Each tick checks the answers to the previous tick's probes, pings
+    /// systemd when all came, then probes again: one wake-up per tick.
     func run() async {
         var wasHealthy = true
+        let answered = Atomic<Int>(0)
+        // The first tick has nothing to check yet: the daemon just started.
+        ServiceManager.watchdog()
         while !Task.isCancelled {
-            let answered = Atomic<Int>(0)
+            answered.store(0, ordering: .relaxed)
             store.probe { answered.add(1, ordering: .relaxed) }
             server.probe { answered.add(1, ordering: .relaxed) }
+            onTick()
             do {
-                try await Task.sleep(for: .milliseconds(intervalMilliseconds / 2))
+                try await Task.sleep(for: .milliseconds(intervalMilliseconds))
             } catch {
                 return
             }
@@ -43,15 +49,9 @@ final class Watchdog: Sendable {
                 ServiceManager.watchdog()
                 if !wasHealthy { logger.notice("All loops answer again; watchdog pings resumed") }
             } else if wasHealthy {
-                logger.error("A loop did not answer within \(intervalMilliseconds / 2) ms; withholding watchdog pings")
+                logger.error("A loop did not answer within \(intervalMilliseconds) ms; withholding watchdog pings")
             }
             wasHealthy = healthy
-            onTick()
-            do {
-                try await Task.sleep(for: .milliseconds(intervalMilliseconds - intervalMilliseconds / 2))
-            } catch {
-                return
-            }
         }
     }
 }

@@ -81,6 +81,28 @@ public final class FileDescriptor: Sendable {
         try typed { try bytes.withUnsafeBytes { raw in try writeSome(raw) } }
     }
 
+    /// Copies up to `count` bytes from `source`, starting at `offset` in it
+    /// (which advances), to this descriptor's position, inside the kernel.
+    /// Wraps `sendfile(2)`; returns the bytes copied, 0 at the source's end.
+    /// Where the kernel cannot (`EINVAL`, `ENOSYS`), it copies through a buffer.
+    public func copy(from source: FileDescriptor, offset: inout Int64, count: Int) throws(SystemCallError) -> Int {
+        var position = off_t(offset)
+        let n = Glibc.sendfile(rawValue, source.rawValue, &position, count)
+        if n >= 0 {
+            offset = Int64(position)
+            return n
+        }
+        let code = errno
+        if code == EINTR { return 0 }
+        guard code == EINVAL || code == ENOSYS else { throw SystemCallError(call: "sendfile", errno: code) }
+        var buffer = [UInt8](repeating: 0, count: min(count, 256 * 1024))
+        let got = try source.read(into: &buffer, at: offset)
+        if got == 0 { return 0 }
+        try writeAll(buffer[0..<got])
+        offset += Int64(got)
+        return got
+    }
+
     /// Reads everything up to end of file, failing once more than `limit` bytes arrive.
     /// - Returns: the bytes, or `nil` when the file holds more than `limit`.
     public func readAll(limit: Int) throws(SystemCallError) -> [UInt8]? {

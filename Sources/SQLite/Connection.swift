@@ -5,6 +5,9 @@ internal import CSQLite
 public final class Connection {
     let handle: OpaquePointer
     public let path: String
+    /// Compiled statements by SQL text: the store runs the same few
+    /// statements on every add, and compiling costs more than running them.
+    private var cache: [String: Statement] = [:]
 
     /// Opens (or creates, unless `readOnly`) the database at `path`.
     /// Wraps `sqlite3_open_v2`.
@@ -26,7 +29,10 @@ public final class Connection {
         _ = csqlite_db_config_int(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &ignored)
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
 
     /// Runs one or more statements that return no rows. Wraps `sqlite3_exec`.
     public func execute(_ sql: String) throws(SQLiteError) {
@@ -41,9 +47,19 @@ public final class Connection {
 
     /// Runs one statement with bound values, for writes.
     public func execute(_ sql: String, _ values: [SQLValue]) throws(SQLiteError) {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
         try statement.bind(values)
         while try statement.step() {}
+    }
+
+    /// A compiled statement for `sql`, compiled once per connection.
+    /// Callers reset it when done (an unreset statement holds a read snapshot).
+    func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = cache[sql] { return statement }
+        let statement = try prepare(sql)
+        cache[sql] = statement
+        return statement
     }
 
     /// Compiles `sql`. Wraps `sqlite3_prepare_v2`.
@@ -53,7 +69,8 @@ public final class Connection {
 
     /// Rows of a query, each decoded by `row`.
     public func query<T>(_ sql: String, _ values: [SQLValue] = [], _ row: (Row) throws -> T) throws -> [T] {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
         try statement.bind(values)
         var result: [T] = []
         while try statement.step() {
@@ -64,14 +81,16 @@ public final class Connection {
 
     /// The first row of a query, decoded by `row`, or `nil`.
     public func queryFirst<T>(_ sql: String, _ values: [SQLValue] = [], _ row: (Row) throws -> T) throws -> T? {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
         try statement.bind(values)
         return try statement.step() ? try row(Row(statement: statement)) : nil
     }
 
     /// The single integer a query returns, or `nil` when it returns no row.
     public func scalarInt(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> Int64? {
-        let statement = try prepare(sql)
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
         try statement.bind(values)
         return try statement.step() ? statement.int64(0) : nil
     }
@@ -84,27 +103,27 @@ public final class Connection {
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try execute("BEGIN IMMEDIATE", [])
         do {
             let result = try body()
-            try execute("COMMIT")
+            try execute("COMMIT", [])
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? execute("ROLLBACK", [])
             throw error
         }
     }
 
     /// Runs `body` inside a savepoint, undoing only its own changes when it throws.
     public func savepoint<T>(_ body: () throws -> T) throws -> T {
-        try execute("SAVEPOINT item")
+        try execute("SAVEPOINT item", [])
         do {
             let result = try body()
-            try execute("RELEASE item")
+            try execute("RELEASE item", [])
             return result
         } catch {
-            try? execute("ROLLBACK TO item")
-            try? execute("RELEASE item")
+            try? execute("ROLLBACK TO item", [])
+            try? execute("RELEASE item", [])
             throw error
         }
     }

@@ -75,7 +75,7 @@ public final class DatabaseQueue: Sendable {
         guard !items.isEmpty else { return }
         let connection = box.connection
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
             for item in items { item.fail(error) }
             return
@@ -83,10 +83,10 @@ public final class DatabaseQueue: Sendable {
         let completions = items.map { $0.run(connection) }
         var commitError: Error?
         do {
-            try connection.execute("COMMIT")
+            try connection.execute("COMMIT", [])
         } catch {
             commitError = error
-            try? connection.execute("ROLLBACK")
+            try? connection.execute("ROLLBACK", [])
         }
         for completion in completions { completion(commitError) }
     }

@@ -19,8 +19,10 @@ public enum SQLValue: Sendable, Equatable {
 public final class Statement {
     let handle: OpaquePointer
     let sql: String
-    // Keeps the connection open while the statement lives.
-    let connection: Connection
+    /// The connection's handle, for error messages. Not the Connection
+    /// itself: it caches statements, and the two would keep each other alive.
+    /// (`sqlite3_close_v2` waits for the last statement to be finalized.)
+    let database: OpaquePointer
 
     init(connection: Connection, sql: String) throws(SQLiteError) {
         var statement: OpaquePointer?
@@ -28,7 +30,11 @@ public final class Statement {
         guard rc == SQLITE_OK, let statement else { throw connection.lastError(sql: sql) }
         self.handle = statement
         self.sql = sql
-        self.connection = connection
+        self.database = connection.handle
+    }
+
+    private func lastError() -> SQLiteError {
+        SQLiteError(code: sqlite3_extended_errcode(database), message: String(cString: sqlite3_errmsg(database)), sql: sql)
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -55,8 +61,13 @@ public final class Statement {
             case .blob(let v):
                 rc = v.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, sqlite3_uint64($0.count), csqlite_transient()) }
             }
-            guard rc == SQLITE_OK else { throw connection.lastError(sql: sql) }
+            guard rc == SQLITE_OK else { throw lastError() }
         }
+    }
+
+    /// Ends the current run: releases its read snapshot and locks. Wraps `sqlite3_reset`.
+    func reset() {
+        sqlite3_reset(handle)
     }
 
     /// Advances to the next row. Wraps `sqlite3_step`.
@@ -66,7 +77,7 @@ public final class Statement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = connection.lastError(sql: sql)
+            let error = lastError()
             sqlite3_reset(handle)
             throw error
         }

@@ -4,5 +4,4 @@ import ExpenseDaemon
 import Glibc
 #endif
 
-let status = await Daemon.main(arguments: Array(CommandLine.arguments.dropFirst()))
-exit(status)
+exit(await Daemon.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -155,11 +155,14 @@ import Testing
         let daemon = DaemonHarness(arguments: ["--control-max-connections", "3"])
         try daemon.start()
         defer { daemon.stop() }
-        let held = try (0..<3).map { _ in try RawClient(path: daemon.socketPath) }
-        // Make sure the daemon has taken all three before the fourth comes.
-        for client in held {
-            try client.send(Self.good)
-            #expect(try client.readJSONLine()["ok"] == true)
+        // Hold three connections, each proven served. The harness's own
+        // start-up probe may still count for a moment: retry a refused slot.
+        var held: [RawClient] = []
+        try waitUntil(timeout: 10, "three served connections") {
+            let client = try RawClient(path: daemon.socketPath)
+            try? client.send(Self.good)
+            if (try? client.readJSONLine())?["ok"] == true { held.append(client) }
+            return held.count == 3
         }
         let extra = try RawClient(path: daemon.socketPath)
         #expect(try extra.readJSONLine()["error"]?["code"] == "too_many_connections")

@@ -1,0 +1,249 @@
+// bench-daemon: how fast a durable add is, against what durability costs.
+//
+// Usage: bench-daemon [--expensed PATH] [--quick]
+// Starts the given expensed (default .build/release/expensed) in a
+// temporary folder, measures, and prints one line per figure. Compare the
+// ratios printed in one run: absolute numbers move with the machine.
+import ExpenseCore
+import Foundation
+import Posix
+import SQLite
+
+let arguments = CommandLine.arguments
+let quick = arguments.contains("--quick")
+let expensed = arguments.firstIndex(of: "--expensed").map { arguments[$0 + 1] } ?? ".build/release/expensed"
+let samples = quick ? 500 : 3000
+let backlog = quick ? 20_000 : 100_000
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func ms(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000) }
+
+func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
+
+/// A daemon in its own folder. Only its immutable paths cross threads.
+final class Daemon: @unchecked Sendable {
+    let dir: String
+    let socket: String
+    let process = Process()
+
+    init(extraEnvironment: [String: String] = [:]) throws {
+        dir = NSTemporaryDirectory() + "bench-daemon-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        socket = dir + "/control.sock"
+        _ = FileManager.default.createFile(atPath: dir + "/empty.conf", contents: Data())
+        process.executableURL = URL(fileURLWithPath: expensed)
+        process.arguments = ["--config", dir + "/empty.conf", "--state-dir", dir + "/state", "--socket", socket,
+                             "--spool-dir", "none", "--log-target", "stderr"]
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in extraEnvironment { env[k] = v }
+        process.environment = env
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if (try? UnixSocket.connect(path: socket)) != nil { return }
+            usleep(10_000)
+        }
+        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "expensed did not start"])
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
+/// One persistent connection doing request/response.
+final class ControlConnection {
+    let fd: FileDescriptor
+    var buffer: [UInt8] = []
+    init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
+
+    func roundTrip(_ line: [UInt8], passing descriptor: FileDescriptor? = nil) throws -> [UInt8] {
+        try UnixSocket.send(fd, line, passing: descriptor)
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let response = Array(buffer[..<newline])
+                buffer.removeFirst(newline + 1)
+                return response
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = try UnixSocket.receive(fd, into: &chunk).count
+            if n == 0 { throw NSError(domain: "bench", code: 2) }
+            buffer += chunk[0..<n]
+        }
+    }
+}
+
+func addLine(receipt: Bool = false) -> [UInt8] {
+    Array((#"{"id":1,"op":"add","receipt":\#(receipt),"expense":{"merchant":"Blue Bottle","amount":"12.50","currency":"EUR","date":"2026-11-29","category":"Meals"}}"# + "\n").utf8)
+}
+
+/// Latencies of `count` sequential adds on one connection.
+func sequentialAdds(_ daemon: Daemon, count: Int, receiptPath: String? = nil) throws -> [Double] {
+    let connection = try ControlConnection(daemon.socket)
+    let line = addLine(receipt: receiptPath != nil)
+    var latencies: [Double] = []
+    for _ in 0..<count {
+        let file = try receiptPath.map { try FileDescriptor.open($0, .readOnly) }
+        let start = now()
+        let response = try connection.roundTrip(line, passing: file)
+        latencies.append(now() - start)
+        precondition(response.starts(with: Array(#"{"id":1,"ok":true"#.utf8)), String(decoding: response, as: UTF8.self))
+    }
+    return latencies
+}
+
+/// Baseline: one row committed with WAL + synchronous=FULL, as the store commits.
+func sqliteCommits(in dir: String, count: Int) throws -> [Double] {
+    let db = try Connection(path: dir + "/baseline.db")
+    try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, uuid TEXT, payload TEXT)")
+    var latencies: [Double] = []
+    for _ in 0..<count {
+        let start = now()
+        try db.transaction { try db.execute("INSERT INTO t (uuid, payload) VALUES (?, ?)", [.text(UUID().uuidString), .text(#"{"merchant":"Blue Bottle","amount":"12.50"}"#)]) }
+        latencies.append(now() - start)
+    }
+    return latencies
+}
+
+/// Baseline: write a receipt (temporary name, fsync, rename, directory fsync), then commit a row.
+func receiptWritesAndCommits(in dir: String, bytes: [UInt8], count: Int) throws -> [Double] {
+    let db = try Connection(path: dir + "/baseline-r.db")
+    try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, file TEXT)")
+    try FileManager.default.createDirectory(atPath: dir + "/files", withIntermediateDirectories: true)
+    var latencies: [Double] = []
+    for i in 0..<count {
+        let start = now()
+        try FileSystem.writeDurably(bytes, to: "\(i).jpg", in: dir + "/files")
+        try db.transaction { try db.execute("INSERT INTO t (file) VALUES (?)", [.text("\(i).jpg")]) }
+        latencies.append(now() - start)
+    }
+    return latencies
+}
+
+/// Adds per second from `clients` connections at once, for `seconds`.
+func concurrentRate(_ daemon: Daemon, clients: Int, total: Int) throws -> Double {
+    let perClient = total / clients
+    let group = DispatchGroup()
+    let start = now()
+    for _ in 0..<clients {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            guard let connection = try? ControlConnection(daemon.socket) else { return }
+            let line = addLine()
+            for _ in 0..<perClient { _ = try? connection.roundTrip(line) }
+        }.start()
+    }
+    group.wait()
+    return Double(perClient * clients) / (now() - start)
+}
+
+/// Context switches of each of the daemon's threads, and its RSS, from /proc.
+func processCounters(_ pid: Int32) -> (switches: [String: Int], rssKiB: Int) {
+    var switches: [String: Int] = [:]
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    for task in tasks {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
+            switches[task, default: 0] += Int(line.split(separator: "\t").last ?? "0") ?? 0
+        }
+    }
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS") }.map { Int($0.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? 0 } ?? 0
+    return (switches, rss)
+}
+
+/// Wake-ups between two readings: growth of threads present in both, plus
+/// all switches of threads that appeared.
+func wakeups(_ before: [String: Int], _ after: [String: Int]) -> Int {
+    after.reduce(0) { sum, entry in sum + entry.value - (before[entry.key] ?? 0) }
+}
+
+print("bench-daemon: expensed=\(expensed) samples=\(samples) backlog=\(backlog)")
+
+// 0. The control protocol's own cost, in process: parse a request line, serialize an answer.
+do {
+    let line = Array(addLine().dropLast())
+    let n = 20_000
+    var start = now()
+    for _ in 0..<n { _ = ControlRequest.parse(line) }
+    let parse = (now() - start) / Double(n)
+    let answer = controlSuccess(id: 1, result: ["transaction_id": "cp-0206e11a39722b8b0b0d34", "client_id": "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", "state": "queued", "receipt": "none", "duplicate": false])
+    start = now()
+    for _ in 0..<n { _ = answer.serializedBytes() }
+    let serialize = (now() - start) / Double(n)
+    print("control line: parse \(ms(parse)), serialize answer \(ms(serialize))")
+}
+
+let scratch = NSTemporaryDirectory() + "bench-baseline-\(UUID().uuidString.prefix(8))"
+try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: scratch) }
+
+// 1. Durable add, no receipt, beside one fsync'd commit.
+do {
+    let commit = percentile(try sqliteCommits(in: scratch, count: samples), 0.5)
+    let daemon = try Daemon()
+    let adds = try sequentialAdds(daemon, count: samples)
+    daemon.stop()
+    let p50 = percentile(adds, 0.5)
+    print("add (no receipt), one connection: p50 \(ms(p50)), p99 \(ms(percentile(adds, 0.99)))")
+    print("  one fsync'd SQLite commit: p50 \(ms(commit)); ratio \(String(format: "%.2f", p50 / commit)) (target <= 2)")
+}
+
+// 2. Durable add with a 200 KiB receipt, beside receipt write + commit.
+do {
+    let receipt = SampleBytes.jpeg(200 * 1024)
+    let path = scratch + "/receipt.jpg"
+    _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
+    let baseline = percentile(try receiptWritesAndCommits(in: scratch, bytes: receipt, count: samples / 3), 0.5)
+    let daemon = try Daemon()
+    let adds = try sequentialAdds(daemon, count: samples / 3, receiptPath: path)
+    daemon.stop()
+    let p50 = percentile(adds, 0.5)
+    print("add (200 KiB receipt), one connection: p50 \(ms(p50)), p99 \(ms(percentile(adds, 0.99)))")
+    print("  receipt write + fsync + rename + dir fsync + commit: p50 \(ms(baseline)); ratio \(String(format: "%.2f", p50 / baseline)) (target <= 1.5)")
+}
+
+// 3. Throughput from 8 concurrent clients.
+do {
+    let daemon = try Daemon()
+    let rate = try concurrentRate(daemon, clients: 8, total: samples * 4)
+    daemon.stop()
+    print("adds/s, 8 concurrent clients: \(Int(rate)) (target >= 5000)")
+}
+
+// 4. Add latency with a large backlog queued vs. none.
+do {
+    let daemon = try Daemon()
+    let empty = percentile(try sequentialAdds(daemon, count: samples), 0.5)
+    _ = try concurrentRate(daemon, clients: 8, total: backlog)
+    let full = percentile(try sequentialAdds(daemon, count: samples), 0.5)
+    daemon.stop()
+    print("add p50 with \(backlog) jobs queued: \(ms(full)) vs \(ms(empty)) empty; ratio \(String(format: "%.2f", full / empty)) (target <= 1.2)")
+}
+
+// 5. Idle: wakeups and memory over a window, without and with a watchdog.
+for (label, env) in [("no watchdog", [String: String]()), ("WatchdogSec=30s", ["WATCHDOG_USEC": "30000000"])] {
+    let daemon = try Daemon(extraEnvironment: env)
+    sleep(3)
+    let window = quick ? 10.0 : 30.0
+    let before = processCounters(daemon.process.processIdentifier)
+    usleep(UInt32(window * 1e6))
+    let after = processCounters(daemon.process.processIdentifier)
+    daemon.stop()
+    let rate = Double(wakeups(before.switches, after.switches)) / window
+    print("idle (\(label)), \(Int(window)) s: \(String(format: "%.2f", rate)) wakeups/s, RSS \(after.rssKiB / 1024) MiB (target <= 1/s, <= 20 MiB)")
+}
+
+enum SampleBytes {
+    static func jpeg(_ size: Int) -> [UInt8] {
+        [0xFF, 0xD8, 0xFF, 0xE0] + (0..<(size - 4)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    }
+}
