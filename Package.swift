@@ -27,7 +27,7 @@ let package = Package(
         // One Swift wrapper per C module; the only importer of it.
         .target(name: "Posix", dependencies: ["CShims"]),
         .target(name: "SQLite", dependencies: ["CSQLite"]),
-        .target(name: "Curl", dependencies: ["CCurl"]),
+        .target(name: "Curl", dependencies: ["CCurl", "Posix"]),
         .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
         .target(name: "HTTPD", dependencies: ["CMicroHTTPD"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),

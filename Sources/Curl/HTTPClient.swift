@@ -1,0 +1,127 @@
+internal import CCurl
+import Posix
+import Synchronization
+
+/// An HTTP client on libcurl's multi interface: one dedicated thread runs
+/// every transfer (so no blocking call touches Swift's cooperative pool),
+/// connections to the server are reused, and several requests can be in
+/// flight at once.
+public final class HTTPClient: Sendable {
+    private let multi: MultiHandle
+    private let state = Mutex(State())
+
+    private struct State: ~Copyable {
+        var pending: [(HTTPRequest, @Sendable (Result<HTTPResponse, TransportError>) -> Void)] = []
+        var stopping = false
+    }
+
+    /// Wraps `curl_global_init`, which must run before any thread uses curl.
+    private static let globalInit: Void = {
+        _ = curl_global_init(ccurl_global_default())
+    }()
+
+    /// - Parameter maxConnections: connections kept to one host at most.
+    public init(maxConnections: Int = 4) {
+        _ = Self.globalInit
+        multi = MultiHandle(maxConnections: maxConnections)
+        Threads.spawn(name: "http") { [self] in run() }
+    }
+
+    /// Sends `request` and returns the response, or the transport failure.
+    public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+        await withCheckedContinuation { continuation in
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopping else { return false }
+                state.pending.append((request, { continuation.resume(returning: $0) }))
+                return true
+            }
+            if accepted {
+                multi.wakeUp()
+            } else {
+                continuation.resume(returning: .failure(TransportError(code: -1, message: "the HTTP client is shut down")))
+            }
+        }
+    }
+
+    /// Stops the thread; requests in flight end with a transport error.
+    public func shutdown() {
+        state.withLock { $0.stopping = true }
+        multi.wakeUp()
+    }
+
+    private func run() {
+        var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+        while true {
+            let (incoming, stopping) = state.withLock { state in
+                defer { state.pending = [] }
+                return (state.pending, state.stopping)
+            }
+            for (request, complete) in incoming {
+                guard let transfer = Transfer(request: request, complete: complete) else {
+                    complete(.failure(TransportError(code: 27, message: "out of memory")))
+                    continue
+                }
+                if let problem = transfer.configure() {
+                    complete(.failure(TransportError(code: 3, message: problem)))
+                    continue
+                }
+                multi.add(transfer.easy)
+                transfers[transfer.easy] = transfer
+            }
+            if stopping {
+                for (easy, transfer) in transfers {
+                    multi.remove(easy)
+                    transfer.complete(.failure(TransportError(code: -1, message: "the HTTP client is shut down")))
+                }
+                return
+            }
+            multi.perform()
+            while let (easy, code) = multi.nextFinished() {
+                multi.remove(easy)
+                transfers.removeValue(forKey: easy)?.finish(code)
+            }
+            // Woken by curl's own timers, socket activity, or wakeUp().
+            multi.poll(timeoutMilliseconds: transfers.isEmpty ? Int32.max : 1000)
+        }
+    }
+}
+
+/// The multi handle, used only on the client's thread, except `wakeUp`,
+/// which libcurl documents as safe from any thread.
+private final class MultiHandle: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+
+    init(maxConnections: Int) {
+        guard let handle = curl_multi_init() else { preconditionFailure("curl_multi_init failed: out of memory") }
+        self.handle = handle
+        _ = ccurl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnections)
+        _ = ccurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxConnections)
+    }
+
+    /// Wraps `curl_multi_wakeup`.
+    func wakeUp() { _ = curl_multi_wakeup(handle) }
+    /// Wraps `curl_multi_add_handle`.
+    func add(_ easy: UnsafeMutableRawPointer) { _ = curl_multi_add_handle(handle, easy) }
+    /// Wraps `curl_multi_remove_handle`.
+    func remove(_ easy: UnsafeMutableRawPointer) { _ = curl_multi_remove_handle(handle, easy) }
+    /// Wraps `curl_multi_perform`.
+    func perform() {
+        var running: Int32 = 0
+        _ = curl_multi_perform(handle, &running)
+    }
+    /// Wraps `curl_multi_poll`.
+    func poll(timeoutMilliseconds: Int32) {
+        var ready: Int32 = 0
+        _ = curl_multi_poll(handle, nil, 0, timeoutMilliseconds, &ready)
+    }
+    /// Wraps `curl_multi_info_read`: the next finished transfer and its result.
+    func nextFinished() -> (UnsafeMutableRawPointer, CURLcode)? {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(handle, &remaining) {
+            if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
+                return (easy, message.pointee.data.result)
+            }
+        }
+        return nil
+    }
+}

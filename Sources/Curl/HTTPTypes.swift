@@ -1,0 +1,72 @@
+/// One HTTP request for ``HTTPClient``.
+public struct HTTPRequest: Sendable {
+    public enum Body: Sendable {
+        case none
+        case bytes([UInt8])
+        /// Streamed from a file the daemon owns, never read whole into memory.
+        case file(path: String, size: Int64)
+    }
+
+    public var method: String
+    public var url: String
+    /// Header name and value pairs. An `Authorization` header is sent but
+    /// never appears in any error this module produces.
+    public var headers: [(String, String)]
+    public var body: Body
+    public var connectTimeoutMilliseconds: Int64
+    public var totalTimeoutMilliseconds: Int64
+    /// Abort when fewer than this many bytes per second move for `lowSpeedSeconds`.
+    public var lowSpeedBytesPerSecond: Int = 100
+    public var lowSpeedSeconds: Int = 30
+
+    public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none,
+                connectTimeoutMilliseconds: Int64 = 10_000, totalTimeoutMilliseconds: Int64 = 60_000) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+        self.totalTimeoutMilliseconds = totalTimeoutMilliseconds
+    }
+}
+
+/// What came back: the status, the headers (names lowercased), the body.
+public struct HTTPResponse: Sendable, Equatable {
+    public let status: Int
+    public let headers: [(name: String, value: String)]
+    public let body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header, by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
+
+    public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
+        a.status == b.status && a.body == b.body && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
+    }
+}
+
+/// No HTTP response at all: refused, reset, timed out, TLS failed, or the
+/// client was shut down. The message is libcurl's, with no request data.
+public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// libcurl's `CURLcode`, or -1 when the client was shut down.
+    public let code: Int32
+    public let message: String
+
+    public init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// The request did not finish within its timeout.
+    public var isTimeout: Bool { code == 28 }
+}

@@ -1,0 +1,148 @@
+internal import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request in flight: its easy handle, what it sends, what came back,
+/// and the continuation to resume. Touched only by the client's thread.
+final class Transfer {
+    let easy: UnsafeMutableRawPointer
+    let request: HTTPRequest
+    let complete: @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var uploadDescriptor: Int32 = -1
+    var responseBody: [UInt8] = []
+    var responseHeaders: [(name: String, value: String)] = []
+    /// Where libcurl writes its error detail; it keeps the pointer, so the
+    /// memory must stay put for the transfer's life.
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    /// Over this, the response body is cut (a hostile server cannot fill memory).
+    static let maxResponseBytes = 16 << 20
+
+    init?(request: HTTPRequest, complete: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        guard let easy = curl_easy_init() else { return nil }
+        self.easy = easy
+        self.request = request
+        self.complete = complete
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        if uploadDescriptor >= 0 { close(uploadDescriptor) }
+        errorBuffer.deallocate()
+    }
+
+    /// Sets every option for this request. Returns an error message when an
+    /// option is refused or the upload file cannot be opened.
+    func configure() -> String? {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var failures: [String] = []
+        func check(_ code: CURLcode, _ what: String) {
+            if code != CURLE_OK { failures.append("\(what): \(String(cString: curl_easy_strerror(code)))") }
+        }
+        check(ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url), "URL")
+        check(ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "nosignal")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "redirects")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "TLS peer verification")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "TLS host verification")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeoutMilliseconds)), "connect timeout")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.totalTimeoutMilliseconds)), "timeout")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, request.lowSpeedBytesPerSecond), "low speed limit")
+        check(ccurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, request.lowSpeedSeconds), "low speed time")
+        check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "error buffer")
+        check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context), "private")
+        check(ccurl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let n = size * count
+            if transfer.responseBody.count + n > Transfer.maxResponseBytes { return 0 }
+            data!.withMemoryRebound(to: UInt8.self, capacity: n) {
+                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: n))
+            }
+            return n
+        }), "write function")
+        check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context), "write data")
+        check(ccurl_easy_setopt_write_function(easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let n = size * count
+            let line = data!.withMemoryRebound(to: UInt8.self, capacity: n) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
+            }
+            transfer.receivedHeaderLine(line)
+            return n
+        }), "header function")
+        check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "header data")
+
+        // An empty Expect: stops curl waiting for "100 Continue" before a body.
+        var headers = request.headers + [("Expect", "")]
+        switch request.body {
+        case .none:
+            if request.method == "GET" {
+                check(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "GET")
+            } else {
+                check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
+            }
+        case .bytes(let bytes):
+            check(ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)), "body size")
+            bytes.withUnsafeBytes { raw in
+                check(ccurl_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)), "body")
+            }
+            if request.method != "POST" {
+                check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
+            }
+        case .file(let path, let size):
+            uploadDescriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if uploadDescriptor < 0 {
+                return "cannot open upload file: \(String(cString: strerror(errno)))"
+            }
+            check(ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD, 1), "upload")
+            check(ccurl_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "upload size")
+            check(ccurl_easy_setopt_read_function(easy, CURLOPT_READFUNCTION, { buffer, size, count, context in
+                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                let n = read(transfer.uploadDescriptor, buffer, size * count)
+                return n < 0 ? Int(CURL_READFUNC_ABORT) : n
+            }), "read function")
+            check(ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, context), "read data")
+            if request.method != "PUT" {
+                check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
+            }
+            headers.append(("Transfer-Encoding", ""))
+        }
+        for (name, value) in headers {
+            // "Name;" sends an empty header; "Name:" removes one curl would add.
+            let line = value.isEmpty ? "\(name):" : "\(name): \(value)"
+            headerList = curl_slist_append(headerList, line)
+        }
+        check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList), "headers")
+        return failures.isEmpty ? nil : failures.joined(separator: "; ")
+    }
+
+    func receivedHeaderLine(_ line: String) {
+        if line.hasPrefix("HTTP/") {
+            // A new status line (after a 100 Continue, say): start over.
+            responseHeaders = []
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        var value = Substring(line[line.index(after: colon)...])
+        while value.first == " " || value.first == "\t" { value.removeFirst() }
+        while let last = value.last, last.isNewline || last == " " || last == "\t" { value.removeLast() }
+        responseHeaders.append((name, String(value)))
+    }
+
+    /// Finishes with libcurl's result for this transfer.
+    func finish(_ code: CURLcode) {
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer)
+            let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            complete(.failure(TransportError(code: Int32(code.rawValue), message: message)))
+            return
+        }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        complete(.success(HTTPResponse(status: status, headers: responseHeaders, body: responseBody)))
+    }
+}

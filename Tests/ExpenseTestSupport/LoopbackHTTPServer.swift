@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+/// A deliberately small HTTP/1.1 server on 127.0.0.1 for client tests:
+/// it records each request and answers what `respond` says, or hangs, or
+/// hangs up. Not the reference server: a fake whose misbehaviour a test picks.
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public let method: String
+        public let path: String
+        public let headers: [String: String]
+        public let body: [UInt8]
+    }
+
+    public enum Reply: Sendable {
+        case respond(status: Int, headers: [String: String], body: [UInt8])
+        /// Read the request, then never answer.
+        case hang
+        /// Read the request, then close without answering.
+        case close
+    }
+
+    public let port: UInt16
+    private let listener: Int32
+    private let received = Mutex<[Request]>([])
+    private let respond: @Sendable (Request) -> Reply
+    private let stopped = Atomic<Bool>(false)
+
+    public init(respond: @escaping @Sendable (Request) -> Reply) throws {
+        self.respond = respond
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else { throw TestFailure("bind/listen: \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = UInt16(bigEndian: address.sin_port)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    public var requests: [Request] { received.withLock { $0 } }
+
+    public func stop() {
+        if stopped.exchange(true, ordering: .relaxed) { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .relaxed) {
+            let client = accept(listener, nil, nil)
+            if client < 0 { if stopped.load(ordering: .relaxed) { return } else { continue } }
+            Thread { [self] in serve(client) }.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        var buffer: [UInt8] = []
+        defer { close(fd) }
+        while true {
+            guard let request = readRequest(fd, &buffer) else { return }
+            received.withLock { $0.append(request) }
+            switch respond(request) {
+            case .hang:
+                var byte: UInt8 = 0
+                _ = recv(fd, &byte, 1, 0)  // until the client gives up
+                return
+            case .close:
+                return
+            case .respond(let status, let headers, let body):
+                var head = "HTTP/1.1 \(status) Status\r\nContent-Length: \(body.count)\r\n"
+                for (name, value) in headers { head += "\(name): \(value)\r\n" }
+                head += "\r\n"
+                let bytes = Array(head.utf8) + body
+                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+    }
+
+    private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        while true {
+            if let end = buffer.firstRange(of: separator) {
+                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+                var lines = head.components(separatedBy: "\r\n")
+                let requestLine = lines.removeFirst().split(separator: " ")
+                var headers: [String: String] = [:]
+                for line in lines {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                let length = Int(headers["content-length"] ?? "0") ?? 0
+                while buffer.count < end.upperBound + length {
+                    guard fill(fd, &buffer) else { return nil }
+                }
+                let body = Array(buffer[end.upperBound..<(end.upperBound + length)])
+                buffer.removeFirst(end.upperBound + length)
+                return Request(method: requestLine.count > 0 ? String(requestLine[0]) : "",
+                               path: requestLine.count > 1 ? String(requestLine[1]) : "", headers: headers, body: body)
+            }
+            guard fill(fd, &buffer) else { return nil }
+        }
+    }
+
+    private func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return false }
+        buffer.append(contentsOf: chunk[0..<n])
+        return true
+    }
+}
