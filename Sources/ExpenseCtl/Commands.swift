@@ -49,6 +49,14 @@ let subcommands: [Subcommand] = [
                discussion: "What the server already has is not changed.", run: runDiscard),
     Subcommand("status", "Show the queue and the server's state.", run: runStatus),
     Subcommand("watch", "Print the queue's state each time it changes, until interrupted.", run: runWatch),
+    Subcommand("sync", "Send the queue now (and fetch the server's changes with --refresh).",
+               options: [
+                   Option(name: "--refresh", valueName: nil, help: "also fetch what changed on the server"),
+                   Option(name: "--wait", valueName: nil, help: "return once nothing is queued or sending"),
+                   Option(name: "--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75)"),
+               ],
+               discussion: "Also resumes sending after the server refused the credentials.", run: runSync),
+    Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
 ]
 
 func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
@@ -238,4 +246,64 @@ extension String {
     func replacingOccurrences(_ target: Character, _ replacement: Character) -> String {
         String(map { $0 == target ? replacement : $0 })
     }
+}
+
+func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    var timeout: Double?
+    if let text = invocation.value("--timeout") {
+        guard let seconds = Double(text), seconds > 0 else { throw ClientError(status: .usage, message: "--timeout must be a positive number of seconds") }
+        timeout = seconds
+    }
+    let client = try context.connect()
+    let result = try client.call(["op": "sync", "refresh": .bool(invocation.has("--refresh"))])
+    guard invocation.has("--wait") else {
+        if context.json { context.printJSON(result) } else { Output.out("Sync started.") }
+        return .success
+    }
+    // Follow the queue until nothing is queued or sending.
+    let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0 * 1e9) }
+    try client.send(["op": "watch"])
+    let progress = Terminal.isTerminal(1) && !context.json
+    while true {
+        if let deadline, Clock.monotonicNanoseconds > deadline {
+            if progress { Output.raw("\n") }
+            throw ClientError(status: .tempFailure, message: "still sending after \(invocation.value("--timeout") ?? "")s; the queue keeps draining in the background")
+        }
+        guard let summary = try client.readLine(timeoutMilliseconds: 200).map({ try client.result(of: $0) }) else { continue }
+        let queued = summary["queued"]?.intValue ?? 0, sending = summary["sending"]?.intValue ?? 0
+        let attention = summary["needs_attention"]?.intValue ?? 0
+        if progress { Output.raw("\r\u{1B}[K\(queued) queued, \(sending) sending, \(attention) need attention") }
+        if summary["server"] == "needs_credentials" {
+            if progress { Output.raw("\n") }
+            throw ClientError(status: .noPermission, message: "the server refused the credentials; fix the token file, then run 'expensectl sync'")
+        }
+        if queued + sending == 0 {
+            if progress { Output.raw("\n") }
+            if context.json { Output.out(summary.serialized()) } else {
+                Output.out(attention > 0 ? "Done; \(attention) need attention (see 'expensectl list')." : "Done; everything is synced.")
+            }
+            return .success
+        }
+    }
+}
+
+func runStats(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "stats"])
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    func line(_ label: String, _ part: JSONValue?, approximate: Bool) -> String {
+        let latency = part?["latency_ms"]
+        let bound = approximate ? "<=" : ""
+        var text = "\(label):" + String(repeating: " ", count: max(1, 20 - label.count)) + "\(part?.text("applied") ?? "0") applied"
+        if latency?["p50"]?.intValue != nil {
+            text += "; latency p50 \(bound)\(latency!.text("p50")) ms, p95 \(bound)\(latency!.text("p95")) ms, max \(bound)\(latency!.text("max")) ms"
+        }
+        let failures = (part?["failures"]?.objectValue ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.intValue ?? 0)" }
+        text += "; failures: " + (failures.isEmpty ? "none" : failures.joined(separator: ", "))
+        return text
+    }
+    Output.out(line("Since start", result["since_start"], approximate: false) + "\n" + line("In total", result["total"], approximate: true))
+    return .success
 }

@@ -66,6 +66,15 @@ final class ControlClient {
         }
     }
 
+    /// The next line, or nil when none arrives within `timeoutMilliseconds`.
+    func readLine(timeoutMilliseconds: Int32) throws -> JSONValue? {
+        if buffer.firstIndex(of: 0x0A) == nil {
+            let ready = (try? Poll.wait([(socket, .readable)], timeoutMilliseconds: timeoutMilliseconds)) ?? []
+            if ready.first?.isEmpty ?? true { return nil }
+        }
+        return try readLine()
+    }
+
     /// The next line from the daemon, parsed.
     func readLine() throws -> JSONValue {
         while true {

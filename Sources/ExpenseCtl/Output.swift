@@ -14,9 +14,18 @@ enum Output {
         write(2, text)
     }
 
+    /// Writes `text` as it is, without adding a newline (progress lines).
+    static func raw(_ text: String) {
+        writeBytes(1, Array(text.utf8))
+    }
+
     private static func write(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)
         if bytes.last != 0x0A { bytes.append(0x0A) }
+        writeBytes(fd, bytes)
+    }
+
+    private static func writeBytes(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -24,6 +33,11 @@ enum Output {
             offset += n
         }
     }
+}
+
+/// Whether a descriptor is a terminal (`isatty(3)`).
+enum Terminal {
+    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 }
 
 /// A text table: a header row and aligned columns, two spaces apart.

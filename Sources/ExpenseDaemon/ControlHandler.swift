@@ -10,26 +10,20 @@ final class ControlHandler: Sendable {
     let logger: Logger
     let configuration: Configuration
     let receiptCopies = BlockingExecutor(label: "receipt-copy")
-    /// Work was queued or released: the drainer should look now.
-    let wakeDrainer: @Sendable () -> Void
-    /// Extra `status` fields owned by the sync engine.
-    let syncStatus: @Sendable () async -> [String: JSONValue]
-    /// `sync`, `stats`, `edit`, `delete`, `resolve`: the sync engine's ops.
-    let syncOperations: SyncOperations?
+    /// The sync engine; nil when no server is configured.
+    let drainer: Drainer?
 
-    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, configuration: Configuration,
-         wakeDrainer: @escaping @Sendable () -> Void,
-         syncStatus: @escaping @Sendable () async -> [String: JSONValue],
-         syncOperations: SyncOperations?) {
+    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, configuration: Configuration, drainer: Drainer?) {
         self.store = store
         self.server = server
         self.publisher = publisher
         self.logger = logger
         self.configuration = configuration
-        self.wakeDrainer = wakeDrainer
-        self.syncStatus = syncStatus
-        self.syncOperations = syncOperations
+        self.drainer = drainer
     }
+
+    /// Work was queued or released: the drainer should look now.
+    private func wakeDrainer() { drainer?.trigger() }
 
     /// Handles requests until the server's stream ends, each in its own
     /// child task (at most one per connection is in flight).
@@ -106,11 +100,15 @@ final class ControlHandler: Sendable {
             return try await status()
         case .watch:
             return .null
-        case .sync, .stats, .edit, .delete, .resolve:
-            guard let syncOperations else {
-                throw ControlFailure(.invalidState, "no server is configured; '\(incoming.request.command.name)' needs one")
-            }
-            return try await syncOperations.perform(incoming.request.command)
+        case .sync(let refresh):
+            guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; there is nothing to sync with") }
+            drainer.sync(refresh: refresh)
+            return ["triggered": true, "refresh": .bool(refresh)]
+        case .stats:
+            guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; nothing has been sent") }
+            return try await drainer.statistics()
+        case .edit, .delete, .resolve:
+            throw ControlFailure(.unknownOp, "'\(incoming.request.command.name)' is not available in this version")
         }
     }
 
@@ -148,14 +146,9 @@ final class ControlHandler: Sendable {
         object["spool_dir"] = .string(configuration.spoolDirectory)
         object["device_id"] = .string(store.deviceID)
         object["credentials_needed"] = .bool(summary.server == .needsCredentials)
-        for (key, value) in await syncStatus() { object[key] = value }
+        for (key, value) in drainer?.statusFields() ?? [:] { object[key] = value }
         return .object(object)
     }
-}
-
-/// The sync engine's control operations, provided when a server is configured.
-protocol SyncOperations: Sendable {
-    func perform(_ command: ControlRequest.Command) async throws -> JSONValue
 }
 
 extension ControlRequest.Command {

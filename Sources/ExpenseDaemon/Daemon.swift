@@ -104,8 +104,11 @@ public enum Daemon {
         limits.lineMaxBytes = configuration.controlLineMaxBytes
         let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: limits, access: access, logger: logger)
         let publisher = StatusPublisher(store: store, server: server, serverConfigured: configuration.serverURL != nil)
+        let drainer = configuration.serverURL.map {
+            Drainer(store: store, baseURL: $0, configuration: configuration, publisher: publisher, logger: logger)
+        }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
-                                     configuration: configuration, wakeDrainer: {}, syncStatus: { [:] }, syncOperations: nil)
+                                     configuration: configuration, drainer: drainer)
 
         server.start()
         let summary = try await publisher.current()
@@ -114,9 +117,10 @@ public enum Daemon {
 
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
+            if let drainer { services.addTask { await drainer.run() } }
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
-                                        drainerIsAlive: { true }, onTick: {})
+                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { drainer?.trigger() })
                 services.addTask { await watchdog.run() }
             }
             let handling = Task { await handler.run() }

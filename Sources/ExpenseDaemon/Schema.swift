@@ -28,8 +28,12 @@ enum Schema {
                 transaction_id TEXT NOT NULL,
                 payload TEXT NOT NULL,
                 state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'sending', 'needs_attention')),
+                -- rejections (toward needs_attention) and transient failures
                 attempts INTEGER NOT NULL DEFAULT 0,
                 transient_attempts INTEGER NOT NULL DEFAULT 0,
+                -- times the request was handed to the network: a job sent
+                -- even once is never rewritten (the server may hold it)
+                sends INTEGER NOT NULL DEFAULT 0,
                 last_error TEXT,
                 last_error_class TEXT,
                 next_attempt_at INTEGER NOT NULL DEFAULT 0,

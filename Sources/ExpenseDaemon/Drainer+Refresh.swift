@@ -1,0 +1,101 @@
+import Curl
+import ExpenseCore
+import FoundationEssentials
+import Posix
+
+extension Drainer {
+    /// One page of `GET /v1/expenses?since=`.
+    struct Page: Decodable {
+        let expenses: [CanonicalExpense]
+        let nextCursor: String?
+        let hasMore: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case expenses
+            case nextCursor = "next_cursor"
+            case hasMore = "has_more"
+        }
+    }
+
+    /// Fetches what changed on the server since the stored cursor and
+    /// upserts it (tombstones included), page by page, storing the cursor
+    /// with each page. Runs inside a pass, so refreshes never overlap.
+    /// - Returns: false when the server could not be reached or refused us.
+    func refresh() async -> Bool {
+        state.withLock { $0.refreshRequested = false }
+        var cursor = try? await store.refreshCursor()
+        var fetched = 0
+        for _ in 0..<10_000 {
+            var url = baseURL + "/v1/expenses?limit=500"
+            if let cursor { url += "&since=" + Self.percentEncoded(cursor) }
+            var headers: [(String, String)] = []
+            if let token = tokens.current().token { headers.append(("Authorization", "Bearer \(token)")) }
+            let response: HTTPResponse
+            switch await client.send(HTTPRequest(method: "GET", url: url, headers: headers,
+                                                 connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
+                                                 totalTimeoutMilliseconds: configuration.requestTimeoutMilliseconds)) {
+            case .failure(let error):
+                logger.warning("Refresh failed: server unreachable (\(error)); trying again later")
+                state.withLock { $0.lastErrorClass = "transport" }
+                publisher.setServerState(.unreachable)
+                return false
+            case .success(let r):
+                response = r
+            }
+            markProgress()
+            state.withLock { $0.lastContact = Clock.wallMilliseconds }
+            if response.status == 401 || response.status == 403 {
+                let first = state.withLock { state -> Bool in
+                    defer { state.paused = true; state.lastErrorClass = "auth" }
+                    return !state.paused
+                }
+                if first {
+                    logger.error("Server refused the credentials (\(response.status)); sending is paused until the token file changes or 'expensectl sync'", messageID: .authPaused)
+                }
+                publisher.setServerState(.needsCredentials)
+                return false
+            }
+            guard (200..<300).contains(response.status) else {
+                logger.warning("Refresh failed: server answered \(ServerError(body: response.body).summary(status: response.status)); trying again at the next refresh")
+                state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
+                return true
+            }
+            publisher.setServerState(.ok)
+            guard let page = try? JSONDecoder().decode(Page.self, from: Data(response.body)) else {
+                logger.warning("Refresh failed: the server's listing is not what contract.md describes; trying again at the next refresh")
+                state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
+                return true
+            }
+            do {
+                _ = try await store.storeRefreshPage(page.expenses, cursor: page.nextCursor, now: Clock.wallMilliseconds)
+            } catch {
+                logger.error("Failed to store refreshed expenses: \(error)")
+                return true
+            }
+            fetched += page.expenses.count
+            cursor = page.nextCursor ?? cursor
+            if !page.hasMore || page.nextCursor == nil { break }
+        }
+        state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
+        if fetched > 0 {
+            logger.info("Refreshed \(fetched) expense(s) from the server")
+            publisher.markChanged()
+        }
+        return true
+    }
+
+    /// Percent-encodes everything but RFC 3986's unreserved characters.
+    static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
+            }
+        }
+        return out
+    }
+}

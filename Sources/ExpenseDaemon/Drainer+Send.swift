@@ -1,0 +1,153 @@
+import Curl
+import Digest
+import ExpenseCore
+import Posix
+
+extension Drainer {
+    /// Sends one job. `nil` means it could not even be sent (its receipt
+    /// file is gone); the job is then marked as needing attention.
+    func send(_ job: OutboxJob) async -> Result<HTTPResponse, TransportError>? {
+        let request = SyncRequest.make(for: job, deviceID: store.deviceID)
+        var headers = request.headers
+        let body: HTTPRequest.Body
+        switch request.body {
+        case .none:
+            body = .none
+        case .json(let bytes):
+            body = .bytes(bytes)
+        case .receipt(let file, let size, _):
+            let path = store.receipts.filePath(file)
+            do {
+                let digest = try await digests.run { try Self.digest(of: path) }
+                headers.append(("Repr-Digest", "sha-256=:\(digest):"))
+            } catch {
+                logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
+                             messageID: .needsAttention)
+                try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
+                return nil
+            }
+            body = .file(path: path, size: size)
+        }
+        let (token, _) = tokens.current()
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var http = HTTPRequest(method: request.method, url: baseURL + request.path, headers: headers, body: body,
+                               connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
+                               totalTimeoutMilliseconds: configuration.requestTimeoutMilliseconds)
+        http.lowSpeedSeconds = 30
+        FaultPoints.hit("before-send")
+        logger.debug("Sending \(job.kind.rawValue) \(request.method) \(request.path)", transactionID: job.transactionID, jobUUID: job.uuid)
+        let result = await client.send(http)
+        FaultPoints.hit("after-response")
+        return result
+    }
+
+    /// Base64 of the SHA-256 of a file, read in chunks: `Repr-Digest`.
+    static func digest(of path: String) throws -> String {
+        let fd = try FileDescriptor.open(path, [.readOnly, .noFollow])
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var offset: Int64 = 0
+        while true {
+            let n = try fd.read(into: &buffer, at: offset)
+            if n == 0 { break }
+            buffer[0..<n].withUnsafeBytes { hasher.update($0) }
+            offset += Int64(n)
+        }
+        return Base64.encode(hasher.finalize())
+    }
+
+    /// Applies the outcome of one send to the store and logs it.
+    /// - Returns: why the pass must stop, or nil to carry on.
+    func handle(_ job: OutboxJob, _ result: Result<HTTPResponse, TransportError>?) async -> Stop? {
+        guard let result else {
+            publisher.markChanged()
+            return nil
+        }
+        let now = Clock.wallMilliseconds
+        switch result {
+        case .failure(let error):
+            _ = try? await store.complete(job, .requeue, now: now)
+            let first = state.withLock { state -> Bool in
+                defer { state.lastErrorClass = "transport"; state.stats.recordFailure("transport") }
+                return state.lastErrorClass != "transport"
+            }
+            let message = "Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted"
+            if first { logger.warning(message, transactionID: job.transactionID, jobUUID: job.uuid) }
+            else { logger.debug(message, transactionID: job.transactionID, jobUUID: job.uuid) }
+            publisher.setServerState(.unreachable)
+            publisher.markChanged()
+            return .unreachable
+        case .success(let response):
+            state.withLock { $0.lastContact = now }
+            let outcome = Outcome.classify(status: response.status, errorCode: ServerError(body: response.body).code)
+            if outcome == .auth {
+                _ = try? await store.complete(job, .requeue, now: now)
+                let first = state.withLock { state -> Bool in
+                    defer { state.paused = true; state.lastErrorClass = "auth"; state.stats.recordFailure("auth") }
+                    return !state.paused
+                }
+                if first {
+                    logger.error("Server refused the credentials (\(response.status)); sending is paused until the token file changes or 'expensectl sync'",
+                                 messageID: .authPaused)
+                }
+                publisher.setServerState(.needsCredentials)
+                publisher.markChanged()
+                return .credentials
+            }
+            publisher.setServerState(.ok)
+            let update = policy.update(for: job, status: response.status, body: response.body,
+                                       retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) })
+            let file: String?
+            do {
+                file = try await store.complete(job, update, now: now)
+            } catch {
+                logger.error("Failed to record the server's answer (\(response.status)): \(error); the job is resent after restart as a replay",
+                             transactionID: job.transactionID, jobUUID: job.uuid)
+                return nil
+            }
+            if let file {
+                FaultPoints.hit("after-job-removed")
+                do {
+                    try store.receipts.remove(file)
+                } catch {
+                    logger.warning("Failed to remove receipt file '\(file)': \(error); the next start removes it", transactionID: job.transactionID)
+                }
+            }
+            report(job, update, status: response.status, replayed: response.header("idempotent-replayed") == "true")
+            publisher.markChanged()
+            return nil
+        }
+    }
+
+    private func report(_ job: OutboxJob, _ update: JobUpdate, status: Int, replayed: Bool) {
+        let what = job.kind.rawValue
+        switch update {
+        case .applied(let expense):
+            let latency = Clock.wallMilliseconds - job.createdMilliseconds
+            state.withLock { $0.stats.recordApplied(latencyMilliseconds: latency); $0.lastErrorClass = nil }
+            logger.info("Applied \(what) (\(status)\(replayed ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid,
+                        messageID: job.kind == .receipt ? .receiptUploaded : .expenseApplied)
+            if expense == nil && job.kind != .delete {
+                logger.warning("Server applied \(what) but its answer held no expense; the next refresh brings it", transactionID: job.transactionID)
+                state.withLock { $0.refreshRequested = true }
+            }
+        case .dropReceipt:
+            logger.notice("Expense was deleted on the server (\(status)); its receipt upload is dropped", transactionID: job.transactionID, jobUUID: job.uuid)
+        case .requeue:
+            break
+        case .retry(let next, _, _, let error, let errorClass):
+            state.withLock { $0.lastErrorClass = errorClass; $0.stats.recordFailure(errorClass) }
+            let delay = max(next - Clock.wallMilliseconds, 0)
+            logger.notice("Server answered \(error) to \(what) (\(errorClass)); retrying in \(QueueSummary.age(milliseconds: delay))",
+                          transactionID: job.transactionID, jobUUID: job.uuid)
+        case .needsAttention(let attempts, let transient, let error, let errorClass):
+            state.withLock { $0.lastErrorClass = errorClass; $0.stats.recordFailure(errorClass) }
+            logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). Use 'expensectl retry' or 'expensectl discard'",
+                           transactionID: job.transactionID, jobUUID: job.uuid, messageID: .needsAttention)
+        }
+    }
+}
+
+private extension String {
+    var capitalized: String { prefix(1).uppercased() + dropFirst() }
+}

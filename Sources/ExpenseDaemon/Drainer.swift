@@ -1,0 +1,243 @@
+import Curl
+import ExpenseCore
+import Posix
+import Synchronization
+
+/// Sends the outbox to the server: one pass at a time, triggered by every
+/// enqueue, a timer while anything is pending, watchdog ticks and `sync`.
+/// A trigger that fires during a pass joins it: the pass keeps taking jobs
+/// until none is eligible, and triggers collapse into at most one more pass.
+final class Drainer: Sendable {
+    let store: Store
+    let client: HTTPClient
+    let tokens: TokenSource
+    let baseURL: String
+    let configuration: Configuration
+    let publisher: StatusPublisher
+    let logger: Logger
+    let policy: RetryPolicy
+    let digests = BlockingExecutor(label: "receipt-digest", width: 2)
+    private let triggers: AsyncStream<Void>
+    private let triggered: AsyncStream<Void>.Continuation
+    let state = Mutex(State())
+
+    struct State: ~Copyable {
+        /// The server refused the token: nothing is sent until it changes or `sync`.
+        var paused = false
+        /// `sync` asked for a pass even while paused.
+        var forced = false
+        var refreshRequested = false
+        var lastRefresh: UInt64?
+        /// Monotonic time the running pass started, and of its last progress.
+        var passStarted: UInt64?
+        var lastProgress: UInt64 = 0
+        var lastContact: Int64?
+        var lastErrorClass: String?
+        var stats = SyncStats()
+        var timer: Task<Void, Never>?
+    }
+
+    init(store: Store, baseURL: String, configuration: Configuration, publisher: StatusPublisher, logger: Logger) {
+        self.store = store
+        self.baseURL = baseURL
+        self.configuration = configuration
+        self.publisher = publisher
+        self.logger = logger
+        client = HTTPClient(maxConnections: configuration.concurrency)
+        tokens = TokenSource(configuredPath: configuration.tokenFile)
+        policy = RetryPolicy(backoff: Backoff(baseMilliseconds: configuration.backoffBaseMilliseconds,
+                                              capMilliseconds: configuration.backoffCapMilliseconds),
+                             maxAttempts: configuration.maxAttempts)
+        (triggers, triggered) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks for a pass now (or right after the one running).
+    func trigger() { triggered.yield(()) }
+
+    /// `sync`: a pass now, even when paused for credentials; with `refresh`,
+    /// fetch the server's changes first.
+    func sync(refresh: Bool) {
+        state.withLock {
+            $0.forced = true
+            if refresh { $0.refreshRequested = true }
+        }
+        trigger()
+    }
+
+    /// True unless a pass has made no progress for longer than one request
+    /// may take: the watchdog withholds its ping then.
+    func isAlive() -> Bool {
+        let limit = UInt64(configuration.requestTimeoutMilliseconds + configuration.connectTimeoutMilliseconds + 10_000) * 1_000_000
+        return state.withLock { state in
+            guard state.passStarted != nil else { return true }
+            return Clock.monotonicNanoseconds - state.lastProgress < limit
+        }
+    }
+
+    func run() async {
+        if let problem = tokens.current().problem { logger.warning("\(problem); requests go without credentials") }
+        trigger()
+        for await _ in triggers {
+            await pass()
+            await scheduleNextWake()
+        }
+        state.withLock { $0.timer?.cancel() }
+        client.shutdown()
+    }
+
+    /// One pass: refresh when due, then send until nothing is eligible, the
+    /// server is unreachable, or it refuses our credentials.
+    private func pass() async {
+        let tokenChanged = tokens.reloadIfChanged()
+        let (paused, forced) = state.withLock { state -> (Bool, Bool) in
+            if tokenChanged && state.paused { state.paused = false }
+            defer { state.forced = false }
+            return (state.paused, state.forced)
+        }
+        if tokenChanged && !paused { logger.info("Token file read; sending with the new token") }
+        if paused && !forced { return }
+        if paused {
+            state.withLock { $0.paused = false }
+            publisher.setServerState(.unknown)
+        }
+        begin()
+        defer { end() }
+        if refreshDue(), await !refresh() { return }
+        await sendEligibleJobs()
+    }
+
+    private func begin() {
+        state.withLock {
+            $0.passStarted = Clock.monotonicNanoseconds
+            $0.lastProgress = Clock.monotonicNanoseconds
+        }
+    }
+
+    func markProgress() {
+        state.withLock { $0.lastProgress = Clock.monotonicNanoseconds }
+    }
+
+    private func end() {
+        state.withLock { $0.passStarted = nil }
+    }
+
+    /// Why a pass stopped before the outbox was empty.
+    enum Stop: Equatable { case unreachable, credentials }
+
+    /// Keeps `concurrency` requests in flight, claiming jobs in small
+    /// batches; jobs claimed but not sent when the pass stops go back.
+    private func sendEligibleJobs() async {
+        let width = configuration.concurrency
+        var claimed: [OutboxJob] = []
+        var stop: Stop?
+        var exhausted = false
+        await withTaskGroup(of: (OutboxJob, Result<HTTPResponse, TransportError>?).self) { group in
+            var inFlight = 0
+            func startMore() async {
+                while inFlight < width && stop == nil {
+                    if claimed.isEmpty && !exhausted {
+                        do {
+                            claimed = try await store.claim(limit: width * 2, now: Clock.wallMilliseconds)
+                        } catch {
+                            logger.error("Failed to read the outbox: \(error)")
+                            claimed = []
+                        }
+                        if claimed.isEmpty { exhausted = true }
+                        if !claimed.isEmpty { publisher.markChanged() }
+                    }
+                    guard !claimed.isEmpty else { return }
+                    let job = claimed.removeFirst()
+                    group.addTask { [self] in (job, await send(job)) }
+                    inFlight += 1
+                }
+            }
+            await startMore()
+            while let (job, result) = await group.next() {
+                inFlight -= 1
+                markProgress()
+                if let reason = await handle(job, result), stop == nil {
+                    stop = reason
+                }
+                // New jobs may have arrived meanwhile: look again before giving up.
+                if inFlight == 0 && claimed.isEmpty { exhausted = false }
+                await startMore()
+            }
+        }
+        do {
+            try await store.release(claimed)
+        } catch {
+            logger.error("Failed to return unsent jobs to the queue: \(error); they are requeued at next start")
+        }
+        if !claimed.isEmpty { publisher.markChanged() }
+        if stop == .unreachable { try? await store.countTransportFailure() }
+    }
+
+    /// After a pass: wake again while anything is pending, at the drain
+    /// interval or when the first backing-off job is due, whichever is
+    /// sooner; and when the next refresh is due. Nothing pending, no timer.
+    private func scheduleNextWake() async {
+        let interval = configuration.drainIntervalMilliseconds
+        var wake: Int64?
+        if let summary = try? await store.summary(), summary.queued > 0 {
+            wake = interval
+            if let due = try? await store.earliestRetry() {
+                wake = min(interval, max(due - Clock.wallMilliseconds, 50))
+            }
+        }
+        let (paused, lastRefresh) = state.withLock { ($0.paused, $0.lastRefresh) }
+        if paused { wake = wake ?? interval }
+        if let lastRefresh {
+            let elapsed = Int64((Clock.monotonicNanoseconds - lastRefresh) / 1_000_000)
+            let untilRefresh = max(configuration.refreshIntervalMilliseconds - elapsed, 0)
+            wake = min(wake ?? untilRefresh, untilRefresh)
+        }
+        let timer: Task<Void, Never>? = wake.map { delay in
+            Task { [self] in
+                guard (try? await Task.sleep(for: .milliseconds(delay))) != nil else { return }
+                trigger()
+            }
+        }
+        state.withLock {
+            $0.timer?.cancel()
+            $0.timer = timer
+        }
+    }
+
+    private func refreshDue() -> Bool {
+        state.withLock { state in
+            guard let last = state.lastRefresh else { return true }
+            if state.refreshRequested { return true }
+            return Clock.monotonicNanoseconds - last >= UInt64(configuration.refreshIntervalMilliseconds) * 1_000_000
+        }
+    }
+
+    /// Status fields the sync engine owns.
+    func statusFields() -> [String: JSONValue] {
+        state.withLock { state in
+            [
+                "last_contact_at": state.lastContact.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null,
+                "last_error_class": .string(state.lastErrorClass),
+                "paused": .bool(state.paused),
+            ]
+        }
+    }
+
+    /// `stats`: latency and failures since start and in total.
+    func statistics() async throws -> JSONValue {
+        let totals = try await store.totals()
+        let sinceStart = state.withLock { $0.stats }
+        let appliedTotal = totals.latencyBuckets.values.reduce(0, +)
+        return [
+            "since_start": [
+                "applied": .integer(sinceStart.applied),
+                "latency_ms": sinceStart.latencySummary,
+                "failures": .object(sinceStart.failures.mapValues { .integer($0) }),
+            ],
+            "total": [
+                "applied": .integer(appliedTotal),
+                "latency_ms": SyncStats.histogramSummary(totals.latencyBuckets),
+                "failures": .object(totals.failures.mapValues { .integer($0) }),
+            ],
+        ]
+    }
+}

@@ -1,0 +1,74 @@
+import ExpenseCore
+import Posix
+import Synchronization
+
+/// The bearer token, read from a file (`token_file`, or systemd's
+/// `$CREDENTIALS_DIRECTORY/token`) and read again whenever the file
+/// changes. The token itself never leaves this type except into an
+/// `Authorization` header.
+final class TokenSource: Sendable {
+    /// The file, or nil when none is configured (requests then go without a token).
+    let path: String?
+    private let state = Mutex<(token: String?, stamp: Stamp?, problem: String?)>((nil, nil, nil))
+
+    /// What identifies a version of the file.
+    struct Stamp: Equatable {
+        let inode: UInt64
+        let size: Int64
+        let modified: Int64
+    }
+
+    init(configuredPath: String?) {
+        if let configuredPath {
+            path = configuredPath
+        } else if let credentials = Environment["CREDENTIALS_DIRECTORY"] {
+            path = "\(credentials)/token"
+        } else {
+            path = nil
+        }
+    }
+
+    /// The current token (reading the file when it changed since last time).
+    /// - Returns: the token, or nil with why (never with the file's content).
+    func current() -> (token: String?, problem: String?) {
+        _ = reloadIfChanged()
+        return state.withLock { ($0.token, $0.problem) }
+    }
+
+    /// Reads the file again if it changed. Returns true when it did.
+    @discardableResult
+    func reloadIfChanged() -> Bool {
+        guard let path else { return false }
+        let status = try? FileSystem.status(path)
+        let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds) }
+        let previous = state.withLock { $0.stamp }
+        if stamp == previous && previous != nil { return false }
+        var token: String?
+        var problem: String?
+        do {
+            guard let bytes = try FileSystem.read(path, limit: 8192) else {
+                throw TokenProblem("token file '\(path)' is larger than 8 KiB")
+            }
+            let text = String(decoding: bytes, as: UTF8.self).trimmingSpaces()
+            guard !text.isEmpty else { throw TokenProblem("token file '\(path)' is empty") }
+            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw TokenProblem("token file '\(path)' holds characters a bearer token cannot have")
+            }
+            token = text
+        } catch let error as TokenProblem {
+            problem = error.message
+        } catch let error as SystemCallError {
+            problem = "cannot read token file '\(path)': \(error.reason)"
+        } catch {
+            problem = "cannot read token file '\(path)'"
+        }
+        state.withLock { $0 = (token, stamp, problem) }
+        return true
+    }
+
+    private struct TokenProblem: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+}
+
