@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "Curl", dependencies: ["CCurl"]),
         .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
-        .target(name: "HTTPD", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPD", dependencies: ["CMicroHTTPD", "Posix"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
 
         // Domain: types, validation, protocol, policies. No I/O.
@@ -43,7 +43,7 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
-        .executableTarget(name: "expense-server", dependencies: ["ExpenseServer"]),
+        .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore"], path: "Tests/ExpenseTestSupport"),

@@ -55,6 +55,46 @@ public final class DatabaseQueue: Sendable {
         }
     }
 
+    /// Like ``write(_:)``, but blocks the calling thread until the commit
+    /// that holds the write returned: for callers on threads of their own
+    /// (an HTTP server's connection threads), never from async code. The
+    /// write joins the same group commit as every other.
+    public func writeAndWait<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<T, Error>?>(nil)
+        let item = WriteItem(run: { connection in
+            do {
+                let value = try connection.savepoint { try body(connection) }
+                return { commitError in
+                    outcome.withLock { $0 = commitError.map { .failure($0) } ?? .success(value) }
+                    done.signal()
+                }
+            } catch {
+                return { _ in
+                    outcome.withLock { $0 = .failure(error) }
+                    done.signal()
+                }
+            }
+        }, fail: { error in
+            outcome.withLock { $0 = .failure(error) }
+            done.signal()
+        })
+        enqueue(item)
+        done.wait()
+        // The semaphore is signalled only after the outcome is set.
+        return try outcome.withLock { $0! }.get()
+    }
+
+    private func enqueue(_ item: WriteItem) {
+        let schedule = pending.withLock { state -> Bool in
+            state.items.append(item)
+            if state.isScheduled { return false }
+            state.isScheduled = true
+            return true
+        }
+        if schedule { queue.async { [self] in flush() } }
+    }
+
     /// Runs `body` on the queue and waits for it, blocking the calling
     /// thread: for start-up and tests, never from async code.
     public func sync<T>(_ body: (Connection) throws -> T) throws -> T {
