@@ -44,6 +44,8 @@ let package = Package(
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
+        // Load on a live expense-server (bench/README.md).
+        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore"], path: "Tests/ExpenseTestSupport"),

@@ -66,7 +66,8 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         APIError(400, "invalid_parameter", "\(name): \(reason)", field: name)
     }
     static func payloadTooLarge(limit: Int64, what: String) -> APIError {
-        APIError(413, "payload_too_large", "\(what) is larger than the limit of \(limit) bytes (\(ByteCount.describe(limit)))")
+        let human = ByteCount.describe(limit)
+        return APIError(413, "payload_too_large", "\(what) is larger than the limit of \(limit) bytes" + (human.hasSuffix(" bytes") ? "" : " (\(human))"))
     }
     static func unsupportedMediaType(_ message: String) -> APIError {
         APIError(415, "unsupported_media_type", message)
