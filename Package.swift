@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport"]),
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

@@ -44,7 +44,7 @@ cmicrohttpd_start_daemon(unsigned int flags, int listen_fd,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_THREAD_STACK_SIZE, stack_size,
-                            MHD_OPTION_STRICT_FOR_CLIENT, (int)1,
+                            MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
                             MHD_OPTION_END);
 }
 #endif

@@ -108,16 +108,19 @@ extension APIExchange {
         guard length <= limit else { throw .payloadTooLarge(limit: limit, what: "the receipt") }
         let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
         // 404 and 410 before a single byte is read: the client drops or
-        // defers the job without sending megabytes for nothing.
-        let stored: StoredExpense?
+        // defers the job without sending megabytes for nothing. A key seen
+        // before goes on to the replay check, whatever became of the expense.
         do {
-            stored = try service.store.expense(transactionID, user: user)
+            if try !service.store.hasIdempotencyRecord(user: user, key: key) {
+                guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+                guard !stored.expense.deleted else { throw APIError.expenseDeleted }
+            }
+        } catch let error as APIError {
+            throw error
         } catch {
             service.log.log(.error, "Failed to read expense \(transactionID): \(error)")
             throw .storageUnavailable
         }
-        guard let stored else { throw .expenseNotFound }
-        guard !stored.expense.deleted else { throw .expenseDeleted }
         try claim(user: user, key: key)
         let upload = ReceiptUpload(kind: kind, claimedDigest: digest, files: service.store.receipts)
         receiver = .receipt(upload)

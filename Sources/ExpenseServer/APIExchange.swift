@@ -113,7 +113,7 @@ final class APIExchange: HTTPExchange {
         service.log.access(AccessEntry(
             method: head.method, path: target.path, status: status ?? intendedStatus,
             durationNanoseconds: Clock.monotonicNanoseconds - startNanoseconds,
-            transactionID: transactionID, replayed: replayed, fault: note))
+            transactionID: transactionID, replayed: replayed, note: note))
     }
 
     // MARK: Steps
@@ -121,6 +121,11 @@ final class APIExchange: HTTPExchange {
     /// Authenticates and routes; leaves `completion` (and `receiver` when a
     /// body is expected) set for the endpoint.
     private func begin(_ route: Route?) throws(APIError) {
+        // libmicrohttpd is told to be lenient here so that the answer is
+        // ours, with a contract error body (RFC 9112 §3.2).
+        if head.version == "HTTP/1.1" && head.values(of: "Host").count != 1 {
+            throw APIError(400, "invalid_request", "an HTTP/1.1 request needs exactly one Host header")
+        }
         if route == .health {
             guard head.method == "GET" || head.method == "HEAD" else {
                 throw .methodNotAllowed(head.method, allowed: Route.health.allowedMethods)

@@ -27,7 +27,7 @@ final class APIService: HTTPService {
         case .completed, .error: "closed=http-error"
         }
         log.access(AccessEntry(method: "-", path: RequestTarget(target).path, status: nil,
-                               durationNanoseconds: durationNanoseconds, transactionID: nil, replayed: false, fault: reason))
+                               durationNanoseconds: durationNanoseconds, transactionID: nil, replayed: false, note: reason))
     }
 
     func libraryMessage(_ message: String) {

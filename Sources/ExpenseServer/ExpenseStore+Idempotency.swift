@@ -71,6 +71,13 @@ extension ExpenseStore {
                   .text(operation.fingerprint), .integer(status), .text(transactionID), .integer(nowMilliseconds)])
     }
 
+    /// True when `user` used `key` before (for any request).
+    func hasIdempotencyRecord(user: Int64, key: String) throws -> Bool {
+        try read { db in
+            try db.scalarInt("SELECT count(*) FROM idempotency_keys WHERE user_id = ? AND key = ?", [.integer(user), .text(key)]) ?? 0 > 0
+        }
+    }
+
     /// Forgets idempotency records older than `retentionMilliseconds`.
     /// Replays of a create still work afterwards through the UNIQUE transaction id.
     /// - Returns: how many were removed.

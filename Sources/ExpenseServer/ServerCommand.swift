@@ -43,6 +43,9 @@ public enum ServerCommand {
             log.log(.error, "Failed to trap signals: \(error)")
             return 1
         }
+        // Our parent's signal mask came with us through exec; the signals we
+        // trap must get through (to this thread and every thread started later).
+        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
         let store: ExpenseStore
         do {
             store = try ExpenseStore(directory: configuration.dataDirectory)

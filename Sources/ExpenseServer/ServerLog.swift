@@ -52,8 +52,10 @@ struct AccessEntry: Sendable {
     var durationNanoseconds: UInt64
     var transactionID: String?
     var replayed: Bool
-    /// The fault injected into this request, if any.
-    var fault: String?
+    /// Why the exchange ended unusually, as `key=value`: the fault
+    /// injected (`fault=drop-response`), or why the server closed the
+    /// connection (`closed=timeout`).
+    var note: String?
 
     var statusText: String { status.map { String($0) } ?? "000" }
 
@@ -64,7 +66,7 @@ struct AccessEntry: Sendable {
 
     var line: String {
         var text = "\(Self.printable(method, limit: 32)) \(Self.printable(path, limit: 256)) \(statusText) \(durationText)ms \(transactionID ?? "-") replayed=\(replayed)"
-        if let fault { text += " fault=\(fault)" }
+        if let note { text += " \(note)" }
         return text
     }
 

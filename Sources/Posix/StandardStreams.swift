@@ -35,6 +35,17 @@ public enum CurrentProcess {
         Glibc.exit(status)
     }
 
+    /// Unblocks `signals` for the calling thread and the threads it starts
+    /// later (`pthread_sigmask(2)`). A process inherits its parent's mask
+    /// across `exec`; a launcher that blocks SIGTERM would otherwise leave
+    /// the process deaf to it.
+    public static func unblockSignals(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
     /// Sleeps the calling thread (`nanosleep(2)`, resumed after signals).
     /// For deliberate delays only, never to wait for a condition.
     public static func sleep(milliseconds: Int) {

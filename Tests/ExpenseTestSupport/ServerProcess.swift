@@ -11,15 +11,16 @@ public final class ServerProcess: @unchecked Sendable {
     public let token: String
     public let executable: String
 
-    /// Makes a user `alice` in `dataDirectory`, then starts the server with
+    /// Makes a user `alice` in `dataDirectory` (unless given the `token` of
+    /// a user made before), then starts the server with
     /// `--listen 127.0.0.1:0` and `arguments`, and waits for its
     /// "listening on" line. Its output goes to files in `outputDirectory`
     /// (default: the data directory's parent).
     public init(dataDirectory: String, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
-                outputDirectory: String? = nil, environment: [String: String] = [:]) throws {
+                outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil) throws {
         self.executable = executable
         self.dataDirectory = dataDirectory
-        token = try Self.addUser("alice", dataDirectory: dataDirectory, executable: executable)
+        self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, executable: executable)
         let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory] + arguments,
                                      environment: environment, outputDirectory: outputDirectory ?? URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path,
                                      name: "expense-server")
