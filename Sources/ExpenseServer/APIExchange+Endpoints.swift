@@ -17,7 +17,7 @@ extension APIExchange {
         completion = { [unowned self] in
             let members = try JSONBody.object(json.bytes)
             let request = try CreateRequest(members)
-            let operation = Operation(user: user, key: key, method: "POST", path: target.path,
+            let operation = IdempotentOperation(user: user, key: key, method: "POST", path: target.path,
                                       bodyDigest: SHA256.hash(JSONBody.canonical(members)))
             let outcome = try service.store.create(operation, request)
             var response = respond(outcome)
@@ -75,7 +75,7 @@ extension APIExchange {
         completion = { [unowned self] in
             let members = try JSONBody.object(json.bytes)
             let request = try PatchRequest(members)
-            let operation = Operation(user: user, key: key, method: "PATCH", path: target.path,
+            let operation = IdempotentOperation(user: user, key: key, method: "PATCH", path: target.path,
                                       bodyDigest: SHA256.hash(JSONBody.canonical(members)))
             return respond(try service.store.edit(operation, transactionID: transactionID, request))
         }
@@ -89,7 +89,7 @@ extension APIExchange {
         try claim(user: user, key: key)
         completion = { [unowned self] in
             // A DELETE's body means nothing; the fingerprint is method and path.
-            let operation = Operation(user: user, key: key, method: "DELETE", path: target.path, bodyDigest: SHA256.hash([]))
+            let operation = IdempotentOperation(user: user, key: key, method: "DELETE", path: target.path, bodyDigest: SHA256.hash([]))
             return respond(try service.store.delete(operation, transactionID: transactionID))
         }
     }
@@ -127,7 +127,7 @@ extension APIExchange {
         completion = { [unowned self] in
             let receipt = try upload.finish(transactionID: transactionID)
             let files = service.store.receipts
-            let operation = Operation(user: user, key: key, method: "PUT", path: target.path, bodyDigest: digest)
+            let operation = IdempotentOperation(user: user, key: key, method: "PUT", path: target.path, bodyDigest: digest)
             let attachment: ExpenseStore.ReceiptAttachment
             do {
                 attachment = try service.store.attachReceipt(operation, transactionID: transactionID, receipt)

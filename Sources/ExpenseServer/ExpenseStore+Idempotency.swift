@@ -4,7 +4,7 @@ import SQLite
 
 /// A mutating request as idempotency sees it (contract.md, "Idempotency
 /// semantics"): who sent it, with which key, and its fingerprint.
-struct Operation: Sendable {
+struct IdempotentOperation: Sendable {
     let user: Int64
     let key: String
     let method: String
@@ -48,7 +48,7 @@ extension ExpenseStore {
     /// When `operation`'s key was used before by the same user: the expense
     /// that request concerned, as it is now.
     /// - Throws: `422 idempotency_key_reused` when the key came with another request.
-    static func replay(_ db: Connection, _ operation: Operation) throws -> CanonicalExpense? {
+    static func replay(_ db: Connection, _ operation: IdempotentOperation) throws -> CanonicalExpense? {
         let record = try db.queryFirst("SELECT fingerprint, transaction_id FROM idempotency_keys WHERE user_id = ? AND key = ?",
                                        [.integer(operation.user), .text(operation.key)]) { ($0.string(0), $0.string(1)) }
         guard let (fingerprint, transactionID) = record else { return nil }
@@ -61,7 +61,7 @@ extension ExpenseStore {
     }
 
     /// Records that `operation` was answered with `status` about `transactionID`.
-    static func remember(_ db: Connection, _ operation: Operation, status: Int, transactionID: String,
+    static func remember(_ db: Connection, _ operation: IdempotentOperation, status: Int, transactionID: String,
                          nowMilliseconds: Int64, ifAbsent: Bool = false) throws {
         try db.execute("""
             INSERT \(ifAbsent ? "OR IGNORE " : "")INTO idempotency_keys

@@ -5,7 +5,7 @@ extension ExpenseStore {
     /// `POST /v1/expenses`: makes the expense whose transaction id derives
     /// from the key, or answers as a replay. The UNIQUE constraint on the
     /// transaction id decides every race, also between processes.
-    func create(_ operation: Operation, _ request: CreateRequest) throws -> WriteOutcome {
+    func create(_ operation: IdempotentOperation, _ request: CreateRequest) throws -> WriteOutcome {
         try write { db in
             if let expense = try Self.replay(db, operation) { return .replayed(expense) }
             let transactionID = TransactionID.derive(from: operation.key)
@@ -35,7 +35,7 @@ extension ExpenseStore {
     /// The transaction id already exists: the loser of a race (or a retry
     /// whose idempotency record expired) answers like a replay; another
     /// user's expense is never revealed.
-    private static func resolveDuplicate(_ db: Connection, _ operation: Operation, transactionID: String,
+    private static func resolveDuplicate(_ db: Connection, _ operation: IdempotentOperation, transactionID: String,
                                          error: SQLiteError) throws -> WriteOutcome {
         guard let owner = try db.scalarInt("SELECT user_id FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) else {
             throw error
@@ -49,7 +49,7 @@ extension ExpenseStore {
 
     /// `PATCH /v1/expenses/{id}`: applies an edit with the contract's
     /// last-writer-wins and conflict rules (``EditMerge``).
-    func edit(_ operation: Operation, transactionID: String, _ request: PatchRequest) throws -> WriteOutcome {
+    func edit(_ operation: IdempotentOperation, transactionID: String, _ request: PatchRequest) throws -> WriteOutcome {
         try write { db in
             if let expense = try Self.replay(db, operation) { return .replayed(expense) }
             guard var stored = try Self.load(db, transactionID: transactionID, user: operation.user) else {
@@ -79,7 +79,7 @@ extension ExpenseStore {
 
     /// `DELETE /v1/expenses/{id}`: leaves a tombstone. Deleting a tombstone
     /// is a replay.
-    func delete(_ operation: Operation, transactionID: String) throws -> WriteOutcome {
+    func delete(_ operation: IdempotentOperation, transactionID: String) throws -> WriteOutcome {
         try write { db in
             if let expense = try Self.replay(db, operation) { return .replayed(expense) }
             guard var stored = try Self.load(db, transactionID: transactionID, user: operation.user) else {
@@ -115,7 +115,7 @@ extension ExpenseStore {
     /// `PUT /v1/expenses/{id}/receipt`, once the bytes are durable under
     /// `receipt.file`: points the expense at them. The same bytes again are
     /// a replay.
-    func attachReceipt(_ operation: Operation, transactionID: String, _ receipt: StoredReceipt) throws -> ReceiptAttachment {
+    func attachReceipt(_ operation: IdempotentOperation, transactionID: String, _ receipt: StoredReceipt) throws -> ReceiptAttachment {
         try write { db in
             if let expense = try Self.replay(db, operation) {
                 return ReceiptAttachment(outcome: .replayed(expense), usesNewFile: false, replacedFile: nil)
