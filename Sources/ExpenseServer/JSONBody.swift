@@ -3,7 +3,7 @@ import ExpenseCore
 /// A request body that must be one JSON object.
 enum JSONBody {
     /// Deepest nesting accepted. The contract's bodies nest two levels;
-    /// the limit keeps hostile input from exhausting the parser's stack.
+    /// the limit keeps hostile input from exhausting the stack.
     static let maximumDepth = 32
 
     /// The members of the body's top-level object.
@@ -14,12 +14,9 @@ enum JSONBody {
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw .invalidJSON("the body is not valid UTF-8")
         }
-        guard depth(of: bytes) <= maximumDepth else {
-            throw .invalidJSON("the body nests deeper than \(maximumDepth) levels")
-        }
         let value: JSONValue
         do {
-            value = try JSONValue.parse(bytes)
+            value = try JSONParser.parse(bytes, maximumDepth: maximumDepth)
         } catch {
             throw .invalidJSON("the body is not valid JSON: \(error.message)")
         }
@@ -27,29 +24,6 @@ enum JSONBody {
             throw .invalidJSON("the body must be a JSON object, got \(value.typeName)")
         }
         return members
-    }
-
-    /// The deepest nesting of arrays and objects, brackets inside strings aside.
-    static func depth(of bytes: [UInt8]) -> Int {
-        var depth = 0, deepest = 0
-        var inString = false, escaped = false
-        for byte in bytes {
-            if inString {
-                if escaped { escaped = false }
-                else if byte == UInt8(ascii: "\\") { escaped = true }
-                else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                deepest = max(deepest, depth)
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
-        return deepest
     }
 
     /// The canonical bytes of a body (keys sorted, no spaces): what the
@@ -91,7 +65,12 @@ struct Members {
         case .integer, .number: break
         default: throw .invalidField(prefix + name, "must be a whole number, got \(value.typeName)")
         }
-        guard let number = value.intValue else { throw .invalidField(prefix + name, "must be a whole number") }
+        guard let number = value.intValue else {
+            if case .number(let d) = value, d == d.rounded() {
+                throw .invalidField(prefix + name, "must be between \(range.lowerBound) and \(range.upperBound)")
+            }
+            throw .invalidField(prefix + name, "must be a whole number")
+        }
         guard range.contains(number) else {
             throw .invalidField(prefix + name, "must be between \(range.lowerBound) and \(range.upperBound)")
         }

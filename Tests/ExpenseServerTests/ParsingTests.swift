@@ -62,12 +62,38 @@ import Testing
     }
 
     @Test func jsonBody_limitsDepthAndCanonicalizes() throws {
-        #expect(JSONBody.depth(of: Array(#"{"a": "[[[[", "b": [{"c": []}]}"#.utf8)) == 4)
+        #expect(try JSONBody.object(Array(#"{"a": "[[[[", "b": [{"c": []}]}"#.utf8)).count == 2)
         #expect(throws: APIError.self) { try JSONBody.object(Array((String(repeating: "[", count: 33) + String(repeating: "]", count: 33)).utf8)) }
         let a = try JSONBody.object(Array(#"{"b": 1, "a": {"y": null, "x": "\u00e9"}}"#.utf8))
         let b = try JSONBody.object(Array("{ \"a\" : { \"x\" : \"é\", \"y\" : null } , \"b\" : 1 }".utf8))
         #expect(JSONBody.canonical(a) == JSONBody.canonical(b))
         #expect(String(decoding: JSONBody.canonical(a), as: UTF8.self) == #"{"a":{"x":"é","y":null},"b":1}"#)
+    }
+
+    @Test(arguments: [
+        (#"{"a": 1, "b": -0, "c": 1.5e3, "d": true, "e": null, "f": [], "g": {}}"#, true),
+        (#"{"s": "\u00e9\ud83e\uddfe\n\"\\\/"}"#, true),
+        (#" {} "#, true),
+        (#"{"a": 01}"#, false), (#"{"a": 1.}"#, false), (#"{"a": .5}"#, false), (#"{"a": +1}"#, false),
+        (#"{"a": 1e}"#, false), (#"{"a": NaN}"#, false), (#"{"a": Infinity}"#, false), (#"{"a": 1e999}"#, false),
+        (#"{"a": "\ud800"}"#, false), (#"{"a": "\udc00\ud800"}"#, false), (#"{"a": "\x41"}"#, false), (#"{"a": "\u12"}"#, false),
+        ("{\"a\": \"tab\there\"}", false), (#"{"a": 1, "a": 2}"#, false), (#"{"a": 1,}"#, false), (#"[1, 2,]"#, false),
+        (#"{'a': 1}"#, false), (#"{a: 1}"#, false), (#"{"a" 1}"#, false), (#"{"a": tru}"#, false), (#"{} x"#, false),
+        (#""#, false), (#"{"#, false), (#"{"a": "unterminated}"#, false),
+    ])
+    func jsonParser_acceptsExactlyRFC8259(_ text: String, _ valid: Bool) {
+        let result = Result { () throws(JSONSyntaxError) in try JSONParser.parse(Array(text.utf8)) }
+        #expect(((try? result.get()) != nil) == valid, "\(text)")
+    }
+
+    @Test func jsonParser_readsValuesFaithfully() throws {
+        let value = try JSONParser.parse(Array(#"{"i": 9007199254740993, "n": -12.5, "big": 123456789012345678901234567890, "s": "a\u0000b🧾"}"#.utf8))
+        #expect(value["i"] == .integer(9_007_199_254_740_993))
+        #expect(value["n"] == .number(-12.5))
+        #expect(value["big"] == .number(123_456_789_012_345_678_901_234_567_890.0))
+        #expect(value["s"] == .string("a\u{0}b🧾"))
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(Array(repeating: UInt8(ascii: "["), count: 33) + Array(repeating: UInt8(ascii: "]"), count: 33)) }
+        #expect(throws: JSONSyntaxError.self) { try JSONParser.parse([0x22, 0xC3, 0x28, 0x22]) }
     }
 
     @Test func jsonWriter_escapesEverythingJSONNeeds() throws {

@@ -157,28 +157,47 @@ for clients in settings.clients {
 print("")
 print("receipts: PUT /v1/expenses/{id}/receipt (PNG bytes, Repr-Digest checked, file fsynced and renamed, row committed)")
 print("clients  size        uploads/s   MiB/s    p50 ms   p99 ms   errors")
-// Expenses for the uploads to go to, made first (not measured), so the
-// figures are the uploads' alone.
-let expenseIDs = Mutex<[String]>([])
-let prepared = run(clients: 16, seconds: 2, port: server.port) { connection, _, _ in
-    let (created, ns) = try timed {
-        try connection.request("POST", "/v1/expenses", headers: [auth, json, ("Idempotency-Key", UUID().uuidString.lowercased())],
-                               body: Array("{}".utf8))
+/// Makes `count` expenses for uploads to go to, with 16 clients, before
+/// the measured run, so the figures are the uploads' alone.
+func prepareExpenses(_ count: Int) -> [String] {
+    let ids = Mutex<[String]>([])
+    let done = DispatchGroup()
+    for client in 0..<16 {
+        done.enter()
+        Thread {
+            defer { done.leave() }
+            guard let connection = try? HTTPConnection(port: server.port) else { return }
+            for _ in stride(from: client, to: count, by: 16) {
+                guard let created = try? connection.request("POST", "/v1/expenses", headers: [
+                    auth, json, ("Idempotency-Key", UUID().uuidString.lowercased()),
+                ], body: Array("{}".utf8)), created.status == 201, let id = created.json?["transaction_id"] as? String else { continue }
+                ids.withLock { $0.append(id) }
+            }
+        }.start()
     }
-    guard created.status == 201, let id = created.json?["transaction_id"] as? String else { return nil }
-    expenseIDs.withLock { $0.append(id) }
-    return (0, ns)
+    done.wait()
+    return ids.withLock { $0 }
 }
-let nextExpense = Mutex(0)
+
 for size in [200 << 10, 10 << 20] {
     var bytes = [UInt8](repeating: 0, count: size)
     for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
     bytes.replaceSubrange(0..<8, with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
     let digest = "sha-256=:\(Base64.encode(SHA256.hash(bytes))):"
     let body = bytes
+    // More than the run can use: about twice the uploads a fast disk takes.
+    let expenseIDs = prepareExpenses(Int(settings.seconds * (size < 1 << 20 ? 1500 : 100)))
+    let nextExpense = Mutex(0)
     let m = run(clients: settings.receiptClients, seconds: settings.seconds, port: server.port) { connection, _, _ in
         let index = nextExpense.withLock { n -> Int in n += 1; return n - 1 }
-        guard let id = expenseIDs.withLock({ index < $0.count ? $0[index] : nil }) else { return nil }
+        var id = index < expenseIDs.count ? expenseIDs[index] : nil
+        if id == nil {
+            // Ran out: make one now (its time is not measured).
+            let created = try connection.request("POST", "/v1/expenses", headers: [auth, json, ("Idempotency-Key", UUID().uuidString.lowercased())],
+                                                 body: Array("{}".utf8))
+            id = created.json?["transaction_id"] as? String
+        }
+        guard let id else { return nil }
         let (message, ns) = try timed {
             try connection.request("PUT", "/v1/expenses/\(id)/receipt", headers: [
                 auth, ("Content-Type", "image/png"), ("Repr-Digest", digest), ("Idempotency-Key", UUID().uuidString.lowercased()),
@@ -190,5 +209,4 @@ for size in [200 << 10, 10 << 20] {
     print(String(format: "%-8d ", settings.receiptClients) + label.padding(toLength: 10, withPad: " ", startingAt: 0)
           + String(format: " %10.1f %8.1f  %8.2f %8.2f   %d", m.perSecond, m.mibPerSecond, m.percentile(0.5), m.percentile(0.99), m.failures))
 }
-_ = prepared
 server.stop()
