@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite"]),
         .target(name: "Curl", dependencies: ["CCurl", "Posix"]),
         .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
-        .target(name: "HTTPD", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPD", dependencies: ["CMicroHTTPD", "Posix"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
 
         // Domain: types, validation, protocol, policies. No I/O.
@@ -43,7 +43,9 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
-        .executableTarget(name: "expense-server", dependencies: ["ExpenseServer"]),
+        .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
+        // Load on a live expense-server (bench/README.md).
+        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
         .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "Posix", "SQLite"], path: "bench/daemon"),
@@ -54,7 +56,7 @@ let package = Package(
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport"]),
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

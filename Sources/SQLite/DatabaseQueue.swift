@@ -35,23 +35,7 @@ public final class DatabaseQueue: Sendable {
     /// returns once that transaction has committed.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let item = WriteItem(run: { connection in
-                do {
-                    let value = try connection.savepoint { try body(connection) }
-                    return { commitError in
-                        if let commitError { continuation.resume(throwing: commitError) } else { continuation.resume(returning: value) }
-                    }
-                } catch {
-                    return { _ in continuation.resume(throwing: error) }
-                }
-            }, fail: { error in continuation.resume(throwing: error) })
-            let schedule = pending.withLock { state -> Bool in
-                state.items.append(item)
-                if state.isScheduled { return false }
-                state.isScheduled = true
-                return true
-            }
-            if schedule { queue.async { [self] in flush() } }
+            enqueue(Self.item(body) { continuation.resume(with: $0) })
         }
     }
 
@@ -59,6 +43,46 @@ public final class DatabaseQueue: Sendable {
     /// (`body` runs only once the queue has finished what is before it).
     public func probe(_ body: @escaping @Sendable () -> Void) {
         queue.async(execute: body)
+    }
+
+    /// Like ``write(_:)``, but blocks the calling thread until the commit
+    /// that holds the write returned: for callers on threads of their own
+    /// (an HTTP server's connection threads), never from async code. The
+    /// write joins the same group commit as every other.
+    public func writeAndWait<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<T, Error>?>(nil)
+        enqueue(Self.item(body) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        })
+        done.wait()
+        // The semaphore is signalled only after the outcome is set.
+        return try outcome.withLock { $0! }.get()
+    }
+
+    /// A write for the next group commit: `body` runs in its own savepoint;
+    /// `complete` gets its value once the commit succeeded, or the error.
+    private static func item<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T,
+                                          complete: @escaping @Sendable (Result<T, Error>) -> Void) -> WriteItem {
+        WriteItem(run: { connection in
+            do {
+                let value = try connection.savepoint { try body(connection) }
+                return { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) }
+            } catch {
+                return { _ in complete(.failure(error)) }
+            }
+        }, fail: { error in complete(.failure(error)) })
+    }
+
+    private func enqueue(_ item: WriteItem) {
+        let schedule = pending.withLock { state -> Bool in
+            state.items.append(item)
+            if state.isScheduled { return false }
+            state.isScheduled = true
+            return true
+        }
+        if schedule { queue.async { [self] in flush() } }
     }
 
     /// Runs `body` on the queue and waits for it, blocking the calling

@@ -1,0 +1,232 @@
+import Digest
+import ExpenseCore
+import HTTPD
+import Posix
+
+/// The endpoints of contract.md. Each `begin…` checks what can be checked
+/// from the headers (answering early when something is wrong), then sets
+/// `completion` (and `receiver` when there is a body to read).
+extension APIExchange {
+    // MARK: POST /v1/expenses
+
+    func beginCreate(user: Int64) throws(APIError) {
+        let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
+        transactionID = TransactionID.derive(from: key)
+        let json = try expectJSONBody()
+        try claim(user: user, key: key)
+        completion = { [unowned self] in
+            let members = try JSONBody.object(json.bytes)
+            let request = try CreateRequest(members)
+            let operation = IdempotentOperation(user: user, key: key, method: "POST", path: target.path,
+                                      bodyDigest: SHA256.hash(JSONBody.canonical(members)))
+            let outcome = try service.store.create(operation, request)
+            var response = respond(outcome)
+            response.headers.append(HTTPHeader("Location", "/v1/expenses/\(outcome.expense.transactionID)"))
+            return response
+        }
+    }
+
+    // MARK: GET /v1/expenses
+
+    func beginList(user: Int64) throws(APIError) {
+        var cursor = ListCursor.beginning
+        if let since = try target.parameter("since"), !since.isEmpty {
+            cursor = try ListCursor(parsing: since)
+        }
+        var limit = 100
+        if let text = try target.parameter("limit") {
+            guard text.utf8.count <= 4, let value = Int(text), value >= 1, value <= 1000, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                throw .invalidParameter("limit", "must be a whole number from 1 to 1000")
+            }
+            limit = value
+        }
+        completion = { [unowned self] in
+            let page = try service.store.changes(user: user, after: cursor, limit: limit)
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.key("expenses")
+            writer.beginArray()
+            for expense in page.expenses { expense.write(to: &writer) }
+            writer.endArray()
+            writer.member("next_cursor", page.next.text)
+            writer.member("has_more", page.hasMore)
+            writer.endObject()
+            return HTTPResponse(status: 200, headers: [jsonContentType], body: .bytes(writer.bytes))
+        }
+    }
+
+    // MARK: GET /v1/expenses/{id}
+
+    func beginRead(user: Int64, id: String) throws(APIError) {
+        let transactionID = try expenseID(id)
+        completion = { [unowned self] in
+            guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+            return HTTPResponse(status: 200, headers: [jsonContentType], body: .bytes(stored.expense.jsonBytes))
+        }
+    }
+
+    // MARK: PATCH /v1/expenses/{id}
+
+    func beginEdit(user: Int64, id: String) throws(APIError) {
+        let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
+        let transactionID = try expenseID(id)
+        let json = try expectJSONBody()
+        try claim(user: user, key: key)
+        completion = { [unowned self] in
+            let members = try JSONBody.object(json.bytes)
+            let request = try PatchRequest(members)
+            let operation = IdempotentOperation(user: user, key: key, method: "PATCH", path: target.path,
+                                      bodyDigest: SHA256.hash(JSONBody.canonical(members)))
+            return respond(try service.store.edit(operation, transactionID: transactionID, request))
+        }
+    }
+
+    // MARK: DELETE /v1/expenses/{id}
+
+    func beginDelete(user: Int64, id: String) throws(APIError) {
+        let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
+        let transactionID = try expenseID(id)
+        try claim(user: user, key: key)
+        completion = { [unowned self] in
+            // A DELETE's body means nothing; the fingerprint is method and path.
+            let operation = IdempotentOperation(user: user, key: key, method: "DELETE", path: target.path, bodyDigest: SHA256.hash([]))
+            return respond(try service.store.delete(operation, transactionID: transactionID))
+        }
+    }
+
+    // MARK: PUT /v1/expenses/{id}/receipt
+
+    func beginUpload(user: Int64, id: String) throws(APIError) {
+        let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
+        let transactionID = try expenseID(id)
+        let mediaType = (head.value(of: "Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
+        guard let kind = ReceiptKind(contentType: mediaType) else {
+            throw .unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
+        }
+        guard let length = head.contentLength else { throw .lengthRequired }
+        let limit = service.configuration.receiptMaxBytes
+        guard length <= limit else { throw .payloadTooLarge(limit: limit, what: "the receipt") }
+        let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
+        // 404 and 410 before a single byte is read: the client drops or
+        // defers the job without sending megabytes for nothing. A key seen
+        // before goes on to the replay check, whatever became of the expense.
+        do {
+            if try !service.store.hasIdempotencyRecord(user: user, key: key) {
+                guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+                guard !stored.expense.deleted else { throw APIError.expenseDeleted }
+            }
+        } catch let error as APIError {
+            throw error
+        } catch {
+            service.log.log(.error, "Failed to read expense \(transactionID): \(error)")
+            throw .storageUnavailable
+        }
+        try claim(user: user, key: key)
+        let upload = ReceiptUpload(kind: kind, claimedDigest: digest, files: service.store.receipts)
+        receiver = .receipt(upload)
+        completion = { [unowned self] in
+            let receipt = try upload.finish(transactionID: transactionID)
+            let files = service.store.receipts
+            let operation = IdempotentOperation(user: user, key: key, method: "PUT", path: target.path, bodyDigest: digest)
+            let attachment: ExpenseStore.ReceiptAttachment
+            do {
+                attachment = try service.store.attachReceipt(operation, transactionID: transactionID, receipt)
+            } catch {
+                // Not committed: nothing points at the new file.
+                try? files.remove(receipt.file)
+                throw error
+            }
+            if !attachment.usesNewFile { try? files.remove(receipt.file) }
+            if let replaced = attachment.replacedFile {
+                do { try files.remove(replaced) } catch {
+                    service.log.log(.warning, "Failed to remove replaced receipt of \(transactionID): \(error), ignoring")
+                }
+            }
+            return respond(attachment.outcome)
+        }
+    }
+
+    // MARK: GET /v1/expenses/{id}/receipt
+
+    func beginDownload(user: Int64, id: String) throws(APIError) {
+        let transactionID = try expenseID(id)
+        completion = { [unowned self] in
+            // A replacement may remove the old file between reading the row
+            // and opening it: read again once.
+            for attempt in 0..<2 {
+                guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+                guard !stored.expense.deleted else { throw APIError.expenseDeleted }
+                guard let receipt = stored.receipt else { throw APIError.receiptNotFound }
+                do {
+                    let file = try service.store.receipts.open(receipt.file)
+                    return HTTPResponse(status: 200, headers: [
+                        HTTPHeader("Content-Type", receipt.contentType),
+                        HTTPHeader("Repr-Digest", ReprDigest.format(Array(hexBytes: receipt.sha256))),
+                        HTTPHeader("Cache-Control", "private, no-store"),
+                    ], body: .file(file, size: receipt.size))
+                } catch let error as SystemCallError where error.isNotFound && attempt == 0 {
+                    continue
+                }
+            }
+            throw APIError.receiptNotFound
+        }
+    }
+
+    // MARK: Shared steps
+
+    /// The transaction id in a path; a malformed one cannot exist.
+    private func expenseID(_ id: String) throws(APIError) -> String {
+        guard TransactionID.isValid(id) else { throw .expenseNotFound }
+        transactionID = id
+        return id
+    }
+
+    /// Checks the headers of a JSON body and prepares to receive it.
+    /// - Throws: `415` for another content type, `413` when the announced
+    ///   length is over the limit (answered before reading it).
+    private func expectJSONBody() throws(APIError) -> JSONReceiver {
+        if let type = head.value(of: "Content-Type") {
+            let parts = type.split(separator: ";")
+            let media = parts.first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
+            guard media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json")) else {
+                throw .unsupportedMediaType("the body must be application/json")
+            }
+            for parameter in parts.dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(" \t\"").lowercased() }
+                if pair.count == 2, pair[0] == "charset", pair[1] != "utf-8" {
+                    throw .unsupportedMediaType("the body must be UTF-8")
+                }
+            }
+        }
+        let limit = service.configuration.jsonMaxBytes
+        if let length = head.contentLength, length > Int64(limit) {
+            throw .payloadTooLarge(limit: Int64(limit), what: "the request body")
+        }
+        let json = JSONReceiver(limit: limit)
+        receiver = .json(json)
+        return json
+    }
+
+    /// The answer for a finished write: `201` for a new expense, `200`
+    /// otherwise, `Idempotent-Replayed: true` on every replay.
+    private func respond(_ outcome: WriteOutcome) -> HTTPResponse {
+        replayed = outcome.isReplay
+        var headers = [jsonContentType]
+        if outcome.isReplay { headers.append(HTTPHeader("Idempotent-Replayed", "true")) }
+        let status = if case .created = outcome { 201 } else { 200 }
+        return HTTPResponse(status: status, headers: headers, body: .bytes(outcome.expense.jsonBytes))
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Bytes from lowercase hex (as the store keeps digests).
+    init(hexBytes text: String) {
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for c in text.utf8 {
+            let v: UInt8 = c <= 0x39 ? c &- 0x30 : (c | 0x20) &- 0x61 &+ 10
+            if let h = high { bytes.append(h << 4 | v); high = nil } else { high = v }
+        }
+        self = bytes
+    }
+}

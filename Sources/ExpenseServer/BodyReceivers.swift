@@ -1,0 +1,117 @@
+import Digest
+import ExpenseCore
+import Posix
+
+/// Collects a JSON body up to a limit. Past the limit nothing more is kept
+/// (the request ends in `413`); a client that keeps sending far past it is
+/// disconnected.
+final class JSONReceiver {
+    let limit: Int
+    private(set) var bytes: [UInt8] = []
+    private(set) var received: Int64 = 0
+    var isOverLimit: Bool { received > Int64(limit) }
+
+    init(limit: Int) { self.limit = limit }
+
+    /// - Returns: false once the client sent 16 times the limit.
+    func receive(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        received += Int64(chunk.count)
+        if isOverLimit {
+            bytes = []
+            return received <= Int64(limit) * 16
+        }
+        bytes.append(contentsOf: chunk)
+        return true
+    }
+}
+
+/// Streams a receipt upload to a temporary file while hashing it: the
+/// magic number is checked before the first byte reaches the disk, and
+/// nothing is ever held in memory beyond one chunk.
+final class ReceiptUpload {
+    let kind: ReceiptKind
+    let claimedDigest: [UInt8]
+    private let files: ReceiptFiles
+    private var hasher: SHA256? = SHA256()
+    /// Leading bytes held until there are enough to check the magic number.
+    private var leading: [UInt8] = []
+    private var isVerified = false
+    private var file: FileDescriptor?
+    private var temporaryPath: String?
+    private(set) var received: Int64 = 0
+    /// Set once the upload cannot succeed; the rest of the body is discarded.
+    private(set) var failure: Error?
+
+    init(kind: ReceiptKind, claimedDigest: [UInt8], files: ReceiptFiles) {
+        self.kind = kind
+        self.claimedDigest = claimedDigest
+        self.files = files
+    }
+
+    deinit { discard() }
+
+    func receive(_ chunk: UnsafeRawBufferPointer) {
+        received += Int64(chunk.count)
+        guard failure == nil else { return }
+        hasher?.update(chunk)
+        if isVerified {
+            write(chunk)
+            return
+        }
+        leading.append(contentsOf: chunk)
+        guard leading.count >= ReceiptKind.magicLength else { return }
+        verifyAndWriteLeading()
+    }
+
+    /// The body is complete: checks what is left to check and makes the
+    /// bytes durable under `receipts/`.
+    /// - Throws: `415` for bytes that are not `kind`, `400 digest_mismatch`,
+    ///   or the error that stopped writing.
+    func finish(transactionID: String) throws -> StoredReceipt {
+        if failure == nil && !isVerified { verifyAndWriteLeading() }
+        if let failure { discard(); throw failure }
+        guard let digest = hasher.take()?.finalize(), digest == claimedDigest else {
+            discard()
+            throw APIError.digestMismatch
+        }
+        guard let file, let temporaryPath else { throw APIError.internalError }
+        let name = try files.keep(file, at: temporaryPath, transactionID: transactionID, kind: kind)
+        self.file = nil
+        self.temporaryPath = nil
+        return StoredReceipt(file: name, contentType: kind.contentType, sha256: Hex.encode(digest), size: received)
+    }
+
+    /// Removes the temporary file, if any.
+    func discard() {
+        file = nil
+        if let temporaryPath { try? FileSystem.remove(temporaryPath) }
+        temporaryPath = nil
+    }
+
+    private func verifyAndWriteLeading() {
+        guard ReceiptKind.detect(leading) == kind else {
+            failure = APIError(415, "receipt_type_mismatch",
+                               "the bytes are not \(kind.contentType): their magic number does not match the Content-Type")
+            leading = []
+            return
+        }
+        isVerified = true
+        let bytes = leading
+        leading = []
+        bytes.withUnsafeBytes { write($0) }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) {
+        do {
+            if file == nil {
+                let (fd, path) = try files.makeTemporary()
+                file = fd
+                temporaryPath = path
+            }
+            try file!.writeAll(bytes)
+        } catch {
+            failure = error
+            discard()
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import SQLite
+
+/// The server's database schema, one migration per step.
+enum Schema {
+    static let migrations: [Migration] = [
+        Migration(version: 1, sql: """
+            CREATE TABLE users (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                -- SHA-256 (hex) of the bearer token; the token itself is never stored.
+                token_hash TEXT NOT NULL UNIQUE,
+                created_at TEXT NOT NULL
+            );
+            CREATE TABLE expenses (
+                id INTEGER PRIMARY KEY,
+                -- The only arbiter of duplicates (contract.md, "Identity").
+                transaction_id TEXT NOT NULL UNIQUE,
+                user_id INTEGER NOT NULL REFERENCES users (id),
+                client_id TEXT NOT NULL,
+                merchant TEXT, amount TEXT, currency TEXT, date TEXT,
+                category TEXT, comment TEXT, tax_tag TEXT,
+                device_id TEXT, device_seq INTEGER, created_at_device TEXT,
+                -- A file name under receipts/, and what was stored there.
+                receipt_file TEXT, receipt_type TEXT, receipt_sha256 TEXT, receipt_size INTEGER,
+                assigned INTEGER NOT NULL DEFAULT 0,
+                version INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                -- JSON: field -> {"server": ..., "client": ...}
+                conflicts TEXT NOT NULL DEFAULT '{}',
+                -- Position in the change feed (GET /v1/expenses?since=).
+                change_seq INTEGER NOT NULL UNIQUE
+            );
+            CREATE INDEX expenses_by_user_change ON expenses (user_id, change_seq);
+            CREATE TABLE idempotency_keys (
+                user_id INTEGER NOT NULL REFERENCES users (id),
+                key TEXT NOT NULL,
+                method TEXT NOT NULL,
+                path TEXT NOT NULL,
+                -- SHA-256 (hex) over method, path and the SHA-256 of the canonical body.
+                fingerprint TEXT NOT NULL,
+                status INTEGER NOT NULL,
+                transaction_id TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (user_id, key)
+            ) WITHOUT ROWID;
+            CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at_ms);
+            """),
+    ]
+
+    /// Pragmas for every connection: WAL, and commits that are on disk
+    /// when they return (`synchronous=FULL`).
+    static func configure(_ connection: Connection) throws {
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = FULL")
+        try connection.execute("PRAGMA foreign_keys = ON")
+        connection.setBusyTimeout(milliseconds: 5000)
+    }
+}

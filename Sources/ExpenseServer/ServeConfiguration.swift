@@ -1,0 +1,20 @@
+import Posix
+
+/// Everything `expense-server serve` is told (docs/server.md, "Options").
+struct ServeConfiguration: Sendable, Equatable {
+    var listen = SocketAddress(family: .ipv4, host: "127.0.0.1", port: 8080)
+    var dataDirectory = ""
+    /// Largest receipt accepted, enforced from `Content-Length` before any byte is read.
+    var receiptMaxBytes: Int64 = 25 << 20
+    /// Largest JSON body accepted.
+    var jsonMaxBytes = 64 << 10
+    var maxConnections = 256
+    var maxConnectionsPerAddress = 0
+    /// Seconds a connection may stay silent before it is closed.
+    var connectionTimeoutSeconds = 30
+    /// Seconds a request's body may take to arrive in full.
+    var requestTimeoutSeconds = 300
+    /// Hours idempotency records are kept; at least the contract's 24.
+    var idempotencyRetentionHours = 48
+    var faults = FaultInjector.Options()
+}

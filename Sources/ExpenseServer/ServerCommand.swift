@@ -1,0 +1,168 @@
+import ExpenseCore
+import HTTPD
+import Posix
+import Systemd
+
+/// The `expense-server` command: parses its arguments and runs the
+/// subcommand. The executable's `main.swift` only calls ``main(_:)``.
+public enum ServerCommand {
+    /// Runs with `arguments` (without the program name).
+    /// - Returns: the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        let invocation: ServerInvocation
+        do {
+            invocation = try CommandLineParser.parse(arguments)
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: \(error)")
+            StandardStreams.writeErrorLine("Run 'expense-server --help' for usage.")
+            return 64
+        }
+        switch invocation {
+        case .help:
+            StandardStreams.writeOutputLine(ServerHelp.text)
+            return 0
+        case .serve(let configuration):
+            return serve(configuration)
+        case .userAdd(let name, let directory):
+            return addUser(name, directory: directory)
+        case .userList(let directory):
+            return listUsers(directory: directory)
+        }
+    }
+
+    // MARK: serve
+
+    static func serve(_ configuration: ServeConfiguration) -> Int32 {
+        let log = ServerLog()
+        // Trap signals before any thread starts, so none is lost or left to
+        // its default action (and SIGPIPE becomes EPIPE).
+        let signals: Signals
+        do {
+            signals = try Signals(trapping: [Signals.terminate, Signals.interrupt])
+        } catch {
+            log.log(.error, "Failed to trap signals: \(error)")
+            return 1
+        }
+        // Our parent's signal mask came with us through exec; the signals we
+        // trap must get through (to this thread and every thread started later).
+        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
+        let store: ExpenseStore
+        do {
+            store = try ExpenseStore(directory: configuration.dataDirectory)
+        } catch {
+            log.log(.error, "Failed to open data directory '\(configuration.dataDirectory)': \(error)")
+            return 1
+        }
+        runMaintenance(store, configuration: configuration, log: log)
+
+        let listener: FileDescriptor
+        let address: SocketAddress
+        do {
+            listener = try listeningSocket(configuration, log: log)
+            address = try TCPSocket.localAddress(listener)
+        } catch {
+            log.log(.error, "Failed to listen on \(configuration.listen): \(error)")
+            return 1
+        }
+        let service = APIService(store: store, configuration: configuration, log: log)
+        var options = HTTPServer.Options()
+        options.connectionLimit = configuration.maxConnections
+        options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
+        options.idleTimeoutSeconds = configuration.connectionTimeoutSeconds
+        options.isIPv6 = address.family == .ipv6
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(listening: listener, options: options, service: service)
+        } catch {
+            log.log(.error, "Failed to start the HTTP server: \(error)")
+            return 1
+        }
+        let faults = configuration.faults
+        if faults.isEnabled {
+            log.log(.warning, "fault injection on: drop-request=\(faults.dropRequest) drop-response=\(faults.dropResponse) error-rate=\(faults.errorRate) delay-ms=\(faults.delayMilliseconds) seed=\(faults.seed)")
+        }
+        log.log(.notice, "listening on \(address)")
+        ServiceManager.ready(status: "listening on \(address)")
+
+        // The main thread waits for a signal; once an hour it tidies up.
+        while true {
+            _ = try? Poll.wait([(signals.descriptor, .readable)], timeoutMilliseconds: 3_600_000)
+            let received = signals.pending()
+            if received.contains(Signals.terminate) || received.contains(Signals.interrupt) { break }
+            if received.isEmpty { runMaintenance(store, configuration: configuration, log: log) }
+        }
+
+        ServiceManager.stopping()
+        log.log(.notice, "stopping: finishing the requests in progress")
+        // A second signal, or requests that do not finish, end the process anyway.
+        Threads.spawn(name: "shutdown-guard") {
+            _ = try? Poll.wait([(signals.descriptor, .readable)], timeoutMilliseconds: 30_000)
+            log.log(.error, "Failed to stop gracefully (second signal or 30 s passed), exiting now")
+            CurrentProcess.exit(1)
+        }
+        server.stop()
+        log.log(.notice, "stopped")
+        return 0
+    }
+
+    /// The socket systemd passed (socket activation), or a new one on `--listen`.
+    private static func listeningSocket(_ configuration: ServeConfiguration, log: ServerLog) throws -> FileDescriptor {
+        let passed = ServiceManager.listenDescriptors()
+        guard let first = passed.first else { return try TCPSocket.listen(configuration.listen) }
+        if passed.count > 1 { log.log(.warning, "systemd passed \(passed.count) sockets; serving the first, ignoring the rest") }
+        guard TCPSocket.isListeningStream(first) else {
+            throw SystemCallError(call: "sd_listen_fds", errno: 88 /* ENOTSOCK */, subject: "the socket systemd passed is not a listening TCP socket")
+        }
+        return first
+    }
+
+    /// Forgets expired idempotency records and removes receipt files a
+    /// crash left unreferenced. Failures are logged and ignored: the next
+    /// run tries again.
+    static func runMaintenance(_ store: ExpenseStore, configuration: ServeConfiguration, log: ServerLog) {
+        do {
+            let purged = try store.purgeIdempotencyRecords(retentionMilliseconds: Int64(configuration.idempotencyRetentionHours) * 3_600_000)
+            if purged > 0 { log.log(.info, "forgot \(purged) idempotency records older than \(configuration.idempotencyRetentionHours) h") }
+        } catch {
+            log.log(.warning, "Failed to purge idempotency records: \(error), ignoring")
+        }
+        do {
+            let referenced = try store.referencedReceiptFiles()
+            let removed = try store.receipts.sweep(referenced: referenced, graceNanoseconds: 600 * 1_000_000_000,
+                                                   now: Clock.wallMilliseconds * 1_000_000)
+            for name in removed { log.log(.info, "removed unreferenced receipt file '\(name)'") }
+        } catch {
+            log.log(.warning, "Failed to sweep receipt files: \(error), ignoring")
+        }
+    }
+
+    // MARK: user
+
+    static func addUser(_ name: String, directory: String) -> Int32 {
+        do {
+            let store = try ExpenseStore(directory: directory)
+            let token = try store.addUser(named: name)
+            StandardStreams.writeOutputLine(token)
+            return 0
+        } catch let error as UserError {
+            StandardStreams.writeErrorLine("expense-server: \(error)")
+            return 1
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to add user in '\(directory)': \(error)")
+            return 1
+        }
+    }
+
+    static func listUsers(directory: String) -> Int32 {
+        do {
+            let store = try ExpenseStore(directory: directory)
+            for user in try store.users() {
+                StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
+            }
+            return 0
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to list users in '\(directory)': \(error)")
+            return 1
+        }
+    }
+}

@@ -1,0 +1,43 @@
+/// `expense-server --help`, laid out like argument-parser's.
+enum ServerHelp {
+    static let text = """
+        OVERVIEW: The reference expense backend: the HTTP API of contract.md, stored in SQLite.
+
+        USAGE: expense-server serve --data-dir DIR [--listen HOST:PORT] [options]
+               expense-server user add NAME --data-dir DIR
+               expense-server user list --data-dir DIR
+
+        SUBCOMMANDS:
+          serve                   Serve the API until SIGTERM or SIGINT.
+          user add NAME           Create a user and print its bearer token (once; only a hash is kept).
+          user list               Print each user's name and creation time.
+
+        OPTIONS (serve):
+          --data-dir DIR          Where the database and receipts live (created if missing).
+          --listen HOST:PORT      Address to listen on (default: 127.0.0.1:8080). Port 0 picks a free
+                                  port. Ignored when systemd passes a socket (LISTEN_FDS).
+          --receipt-max-bytes N   Largest receipt accepted (default: 26214400, 25 MiB).
+          --max-connections N     Connections served at once (default: 256).
+          --max-connections-per-ip N
+                                  Connections from one address at once (default: 0, no limit).
+          --connection-timeout S  Seconds a silent connection stays open (default: 30).
+          --request-timeout S     Seconds a request body may take to arrive (default: 300).
+          --idempotency-retention-hours H
+                                  Hours idempotency keys are remembered (default: 48, minimum: 24).
+
+        FAULT INJECTION (serve; for tests, off by default, seeded and reproducible):
+          --fault-drop-request P  Close the connection before processing, with probability P.
+          --fault-drop-response P Process (commit), then close without answering, with probability P.
+          --fault-error-rate P    Answer 503 with Retry-After without processing, with probability P.
+          --fault-delay-ms N      Wait N milliseconds before processing each request.
+          --fault-seed S          Seed of the fault generator (default: 1).
+
+        OPTIONS:
+          --data-dir DIR          (user) The server's data directory.
+          -h, --help              Show this help.
+
+        Once serving, the server prints "expense-server: listening on HOST:PORT" to stderr and one
+        access log line per request (docs/server.md). Exit status: 0 on success, 1 on failure, 64
+        for a command line that cannot be run.
+        """
+}

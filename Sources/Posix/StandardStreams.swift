@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes to the process's standard output and error, one `write(2)` per
+/// call, so lines from concurrent threads never interleave mid-line.
+public enum StandardStreams {
+    /// Writes `text` and a newline to standard error.
+    public static func writeErrorLine(_ text: String) {
+        write(text + "\n", to: 2)
+    }
+
+    /// Writes `text` and a newline to standard output.
+    public static func writeOutputLine(_ text: String) {
+        write(text + "\n", to: 1)
+    }
+
+    private static func write(_ text: String, to fd: Int32) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            // A closed or full stream cannot be reported anywhere else.
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+/// The running process as a whole.
+public enum CurrentProcess {
+    /// Ends the process with `status` (`exit(3)`: buffers flushed, atexit handlers run).
+    public static func exit(_ status: Int32) -> Never {
+        Glibc.exit(status)
+    }
+
+    /// Unblocks `signals` for the calling thread and the threads it starts
+    /// later (`pthread_sigmask(2)`). A process inherits its parent's mask
+    /// across `exec`; a launcher that blocks SIGTERM would otherwise leave
+    /// the process deaf to it.
+    public static func unblockSignals(_ signals: [Int32]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    /// Sleeps the calling thread (`nanosleep(2)`, resumed after signals).
+    /// For deliberate delays only, never to wait for a condition.
+    public static func sleep(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}

@@ -1,0 +1,58 @@
+import ExpenseTestSupport
+import Foundation
+import Testing
+
+/// One access log line per request, in the documented format, and never a
+/// token or a body in it (docs/server.md, "Access log").
+@Suite struct AccessLogTests {
+    static var pattern: Regex<(Substring, method: Substring, path: Substring, status: Substring, ms: Substring, id: Substring, replayed: Substring, Substring?)> { #/^(?<method>\S+) (?<path>\S+) (?<status>\d{3}) (?<ms>\d+\.\d)ms (?<id>cp-[0-9a-f]{22}|-) replayed=(?<replayed>true|false)( \S+=\S+)?$/# }
+
+    @Test func eachRequest_logsOneLineInTheDocumentedFormat() throws {
+        let server = try TestServer()
+        let key = "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"
+        _ = try server.create(key: key)
+        _ = try server.create(key: key)
+        _ = try server.get("/v1/expenses?limit=5")
+        _ = try server.get("/healthz", auth: .none)
+        _ = try server.get("/nowhere", auth: .none)
+        try waitUntil(timeout: 10, "five access lines") { server.process.accessLog.count >= 5 }
+        let lines = server.process.accessLog
+        #expect(lines.count == 5)
+        for line in lines {
+            #expect(line.wholeMatch(of: Self.pattern) != nil, "\(line)")
+        }
+        #expect(lines[0].hasPrefix("POST /v1/expenses 201 "))
+        #expect(lines[0].hasSuffix("ms cp-0206e11a39722b8b0b0d34 replayed=false"))
+        #expect(lines[1].hasPrefix("POST /v1/expenses 200 "))
+        #expect(lines[1].hasSuffix("ms cp-0206e11a39722b8b0b0d34 replayed=true"))
+        #expect(lines[2].hasPrefix("GET /v1/expenses 200 "))
+        #expect(lines[2].hasSuffix("ms - replayed=false"))
+        #expect(lines[3].hasPrefix("GET /healthz 200 "))
+        #expect(lines[4].hasPrefix("GET /nowhere 401 "))
+    }
+
+    @Test func theLog_neverHoldsTheTokenOrTheBody() throws {
+        let server = try TestServer()
+        let id = try #require(try server.create(key: TestServer.key(), #"{"merchant": "Secret Merchant 4711", "comment": "private note"}"#).transactionID)
+        _ = try server.putReceipt(id, key: TestServer.key(), bytes: Array("%PDF-secret-receipt-bytes".utf8), contentType: "application/pdf")
+        _ = try server.get("/v1/expenses", auth: .token("esk_wrong-token-value"))
+        _ = try server.patch(id, key: TestServer.key(), #"{"base_version": 9, "set": {"merchant": "Other Secret"}}"#)
+        server.process.stop()
+        let log = server.process.child.standardError
+        #expect(!log.isEmpty)
+        for secret in [server.token, "esk_wrong-token-value", "Secret Merchant", "private note", "secret-receipt", "Other Secret"] {
+            #expect(!log.contains(secret), "\(secret) in the log")
+        }
+    }
+
+    @Test func hostileMethodsAndPaths_cannotForgeLogLines() throws {
+        let server = try TestServer()
+        let connection = try server.connect()
+        try connection.send("GET /v1/expenses\u{7f}%0aPOST HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try connection.readResponse()
+        try waitUntil(timeout: 10, "the access line") { !server.process.accessLog.isEmpty }
+        let line = try #require(server.process.accessLog.first)
+        #expect(line.wholeMatch(of: Self.pattern) != nil, "\(line)")
+        #expect(line.hasPrefix("GET /v1/expenses%7F%250aPOST 401 "))
+    }
+}
