@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "Posix", "SQLite"], path: "bench/daemon"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite"], path: "Tests/ExpenseTestSupport"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),

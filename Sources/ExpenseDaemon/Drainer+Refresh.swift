@@ -20,8 +20,8 @@ extension Drainer {
     /// Fetches what changed on the server since the stored cursor and
     /// upserts it (tombstones included), page by page, storing the cursor
     /// with each page. Runs inside a pass, so refreshes never overlap.
-    /// - Returns: false when the server could not be reached or refused us.
-    func refresh() async -> Bool {
+    /// - Returns: why the pass must stop (unreachable, refused credentials), or nil.
+    func refresh() async -> Stop? {
         state.withLock { $0.refreshRequested = false }
         var cursor = try? await store.refreshCursor()
         var fetched = 0
@@ -35,15 +35,13 @@ extension Drainer {
                                                  connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                                  totalTimeoutMilliseconds: configuration.requestTimeoutMilliseconds)) {
             case .failure(let error):
-                logger.warning("Refresh failed: server unreachable (\(error)); trying again later")
-                state.withLock { $0.lastErrorClass = "transport" }
-                publisher.setServerState(.unreachable)
-                return false
+                noteUnreachable("Server unreachable (\(error)); refresh and sending wait for it")
+                return .unreachable
             case .success(let r):
                 response = r
             }
             markProgress()
-            state.withLock { $0.lastContact = Clock.wallMilliseconds }
+            noteContact()
             if response.status == 401 || response.status == 403 {
                 let first = state.withLock { state -> Bool in
                     defer { state.paused = true; state.lastErrorClass = "auth" }
@@ -53,24 +51,24 @@ extension Drainer {
                     logger.error("Server refused the credentials (\(response.status)); sending is paused until the token file changes or 'expensectl sync'", messageID: .authPaused)
                 }
                 publisher.setServerState(.needsCredentials)
-                return false
+                return .credentials
             }
             guard (200..<300).contains(response.status) else {
                 logger.warning("Refresh failed: server answered \(ServerError(body: response.body).summary(status: response.status)); trying again at the next refresh")
                 state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
-                return true
+                return nil
             }
             publisher.setServerState(.ok)
             guard let page = try? JSONDecoder().decode(Page.self, from: Data(response.body)) else {
                 logger.warning("Refresh failed: the server's listing is not what contract.md describes; trying again at the next refresh")
                 state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
-                return true
+                return nil
             }
             do {
                 _ = try await store.storeRefreshPage(page.expenses, cursor: page.nextCursor, now: Clock.wallMilliseconds)
             } catch {
                 logger.error("Failed to store refreshed expenses: \(error)")
-                return true
+                return nil
             }
             fetched += page.expenses.count
             cursor = page.nextCursor ?? cursor
@@ -81,7 +79,7 @@ extension Drainer {
             logger.info("Refreshed \(fetched) expense(s) from the server")
             publisher.markChanged()
         }
-        return true
+        return nil
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters.

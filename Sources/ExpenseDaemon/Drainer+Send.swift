@@ -67,18 +67,12 @@ extension Drainer {
         switch result {
         case .failure(let error):
             _ = try? await store.complete(job, .requeue, now: now)
-            let first = state.withLock { state -> Bool in
-                defer { state.lastErrorClass = "transport"; state.stats.recordFailure("transport") }
-                return state.lastErrorClass != "transport"
-            }
-            let message = "Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted"
-            if first { logger.warning(message, transactionID: job.transactionID, jobUUID: job.uuid) }
-            else { logger.debug(message, transactionID: job.transactionID, jobUUID: job.uuid) }
-            publisher.setServerState(.unreachable)
+            noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
+                            transactionID: job.transactionID, jobUUID: job.uuid)
             publisher.markChanged()
             return .unreachable
         case .success(let response):
-            state.withLock { $0.lastContact = now }
+            noteContact()
             let outcome = Outcome.classify(status: response.status, errorCode: ServerError(body: response.body).code)
             if outcome == .auth {
                 _ = try? await store.complete(job, .requeue, now: now)

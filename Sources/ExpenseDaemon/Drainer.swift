@@ -33,6 +33,8 @@ final class Drainer: Sendable {
         var lastProgress: UInt64 = 0
         var lastContact: Int64?
         var lastErrorClass: String?
+        /// Whether the last contact attempt found no server (logged once per outage).
+        var unreachable = false
         var stats = SyncStats()
         var timer: Task<Void, Never>?
     }
@@ -85,8 +87,8 @@ final class Drainer: Sendable {
         client.shutdown()
     }
 
-    /// One pass: refresh when due, then send until nothing is eligible, the
-    /// server is unreachable, or it refuses our credentials.
+    /// One pass: send until nothing is eligible, the server is unreachable,
+    /// or it refuses our credentials; then refresh when due.
     private func pass() async {
         let tokenChanged = tokens.reloadIfChanged()
         let (paused, forced) = state.withLock { state -> (Bool, Bool) in
@@ -101,9 +103,15 @@ final class Drainer: Sendable {
             publisher.setServerState(.unknown)
         }
         begin()
-        defer { end() }
-        if refreshDue(), await !refresh() { return }
-        await sendEligibleJobs()
+        // The user's pending work first; then what changed elsewhere.
+        var stop = await sendEligibleJobs()
+        if stop == nil && refreshDue() { stop = await refresh() }
+        if stop == .unreachable {
+            // Counted once per pass that found the server unreachable.
+            state.withLock { $0.lastErrorClass = "transport"; $0.stats.recordFailure("transport") }
+            try? await store.countTransportFailure()
+        }
+        end()
     }
 
     private func begin() {
@@ -111,6 +119,26 @@ final class Drainer: Sendable {
             $0.passStarted = Clock.monotonicNanoseconds
             $0.lastProgress = Clock.monotonicNanoseconds
         }
+    }
+
+    /// Notes a transport failure; logs it only when it starts an outage.
+    func noteUnreachable(_ message: String, transactionID: String? = nil, jobUUID: String? = nil) {
+        let first = state.withLock { state -> Bool in
+            defer { state.unreachable = true }
+            return !state.unreachable
+        }
+        if first { logger.warning(message, transactionID: transactionID, jobUUID: jobUUID) }
+        else { logger.debug(message, transactionID: transactionID, jobUUID: jobUUID) }
+        publisher.setServerState(.unreachable)
+    }
+
+    /// Notes an HTTP answer, whatever its status: the server is there.
+    func noteContact() {
+        let was = state.withLock { state -> Bool in
+            defer { state.unreachable = false; state.lastContact = Clock.wallMilliseconds }
+            return state.unreachable
+        }
+        if was { logger.notice("Server reachable again") }
     }
 
     func markProgress() {
@@ -126,7 +154,7 @@ final class Drainer: Sendable {
 
     /// Keeps `concurrency` requests in flight, claiming jobs in small
     /// batches; jobs claimed but not sent when the pass stops go back.
-    private func sendEligibleJobs() async {
+    private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
@@ -169,7 +197,7 @@ final class Drainer: Sendable {
             logger.error("Failed to return unsent jobs to the queue: \(error); they are requeued at next start")
         }
         if !claimed.isEmpty { publisher.markChanged() }
-        if stop == .unreachable { try? await store.countTransportFailure() }
+        return stop
     }
 
     /// After a pass: wake again while anything is pending, at the drain

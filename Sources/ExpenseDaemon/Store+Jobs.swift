@@ -54,30 +54,30 @@ extension Store {
     }
 
     /// Every expense to show: the cache with pending work folded on top,
-    /// oldest first.
+    /// oldest first (by the server's creation time once synced, by the
+    /// device's before), so the order holds while expenses sync.
     public func views() async throws -> [ExpenseView] {
         try await database.read { db in
             let cached = try Store.cachedExpenses(db, where: "1", [])
             var jobs: [String: [PendingJob]] = [:]
-            var order: [String] = []
             for (transactionID, job) in try Store.pendingJobs(db, where: "1", []) {
-                if jobs[transactionID] == nil { order.append(transactionID) }
                 jobs[transactionID, default: []].append(job)
             }
-            var views: [ExpenseView] = []
+            var keyed: [(Int64, String, ExpenseView)] = []
             var shown: Set<String> = []
-            for expense in cached.sorted(by: { ($0.createdAt, $0.transactionID) < ($1.createdAt, $1.transactionID) }) {
+            for expense in cached {
                 shown.insert(expense.transactionID)
                 if let view = ExpenseView.fold(cached: expense, jobs: jobs[expense.transactionID] ?? [], transactionID: expense.transactionID) {
-                    views.append(view)
+                    keyed.append((Timestamp.parse(expense.createdAt) ?? 0, expense.transactionID, view))
                 }
             }
-            for transactionID in order where !shown.contains(transactionID) {
-                if let view = ExpenseView.fold(cached: nil, jobs: jobs[transactionID] ?? [], transactionID: transactionID) {
-                    views.append(view)
+            for (transactionID, pending) in jobs where !shown.contains(transactionID) {
+                if let view = ExpenseView.fold(cached: nil, jobs: pending, transactionID: transactionID) {
+                    let created = pending.first { $0.kind == .create }?.createdMilliseconds ?? 0
+                    keyed.append((created, transactionID, view))
                 }
             }
-            return views
+            return keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
         }
     }
 

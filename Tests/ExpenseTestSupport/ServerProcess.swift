@@ -16,12 +16,13 @@ public final class ServerProcess: @unchecked Sendable {
     /// `--listen 127.0.0.1:0` and `arguments`, and waits for its
     /// "listening on" line. Its output goes to files in `outputDirectory`
     /// (default: the data directory's parent).
+    /// - Parameter port: the port to listen on; 0 (the default) picks a free one.
     public init(dataDirectory: String, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
-                outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil) throws {
+                outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil, port requestedPort: UInt16 = 0) throws {
         self.executable = executable
         self.dataDirectory = dataDirectory
         self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, executable: executable)
-        let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDirectory] + arguments,
+        let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:\(requestedPort)", "--data-dir", dataDirectory] + arguments,
                                      environment: environment, outputDirectory: outputDirectory ?? URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path,
                                      name: "expense-server")
         self.child = child
@@ -54,6 +55,25 @@ public final class ServerProcess: @unchecked Sendable {
     /// A new keep-alive connection to the server.
     public func connect(timeout: Double = 20) throws -> HTTPConnection {
         try HTTPConnection(port: port, timeout: timeout)
+    }
+
+    /// A port nothing listens on right now (bound, read, released): for a
+    /// server that is started later, at an address a daemon already uses.
+    public static func unusedPort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw TestFailure("bind: \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return UInt16(bigEndian: address.sin_port)
     }
 
     /// The access log lines so far (lines that are not `expense-server: …`).

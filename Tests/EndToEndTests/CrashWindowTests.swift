@@ -1,0 +1,140 @@
+import Digest
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import SQLite
+import Testing
+
+/// Every crash window of design/system.md: kill -9 exactly there (an armed
+/// fault point), restart, and the end state converges: each acknowledged
+/// expense once on the server and once in the cache, nothing lost, no
+/// orphan receipt file after one start-up.
+@Suite(.serialized) struct CrashWindowTests {
+    /// Adds one expense with a receipt, without waiting for the answer (the
+    /// daemon may die before giving it).
+    static func addWithReceipt(_ daemon: DaemonHarness, clientID: String) throws -> String {
+        let file = daemon.directory.at("receipt.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(size: 9000, seed: 3), to: file)
+        let client = try RawClient(path: daemon.socketPath, timeout: 10)
+        try client.send(SyncTests.addLine(1, clientID: clientID, receipt: true), passingFileAt: file)
+        _ = try? client.readLine()
+        return TransactionID.derive(from: clientID)
+    }
+
+    /// Starts the daemon armed with `fault`, waits for it to die there.
+    static func crash(_ sync: SyncHarness, at fault: String, then: (SyncHarness) throws -> Void) throws {
+        sync.daemon.environment["EXPENSED_FAULT"] = fault
+        try sync.daemon.start()
+        try then(sync)
+        guard sync.daemon.process?.waitForExit(timeout: 20) != nil else { throw TestFailure("the daemon did not reach \(fault)") }
+        #expect(sync.daemon.process?.process.terminationReason == .uncaughtSignal, "killed by SIGKILL at \(fault)")
+        #expect(sync.daemon.log.contains("fault point \(fault)"))
+        sync.daemon.environment["EXPENSED_FAULT"] = nil
+    }
+
+    /// Restarts without faults and checks the converged end state.
+    static func converge(_ sync: SyncHarness, _ id: String, receiptBytes: [UInt8]? = nil) throws {
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        try sync.waitUntilDrained(timeout: 30)
+        let server = try sync.serverExpenses()
+        #expect(server.map(\.transactionID) == [id], "exactly once on the server")
+        let rows = try sync.daemonRows()
+        #expect(rows.cache == [id], "exactly once in the cache")
+        #expect(rows.jobs == 0)
+        #expect(sync.daemon.receiptFiles().isEmpty, "no orphan receipt file")
+        if let receiptBytes {
+            let expense = try sync.daemon.ctlJSON(["show", id])
+            let response = try sync.serverRequest("GET", expense["receipt_url"]?.stringValue ?? "")
+            #expect(SHA256.hash(response.body) == SHA256.hash(receiptBytes))
+        }
+    }
+
+    static var receipt: [UInt8] { SampleReceipt.jpeg(size: 9000, seed: 3) }
+
+    @Test func receiptStagedJobNotCommitted_leavesNoFileAndTheRetriedAddIsOne() throws {
+        let sync = try SyncHarness()
+        let clientID = ClientID.make()
+        try Self.crash(sync, at: "after-receipt-staged") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: clientID) }
+        #expect(sync.daemon.receiptFiles().count == 1, "the staged copy, referenced by no job")
+        #expect(try sync.daemonRows().jobs == 0, "never acknowledged: nothing committed")
+        try sync.daemon.start()
+        #expect(sync.daemon.receiptFiles().isEmpty, "swept at start-up")
+        // The client got no answer and retries with the same client id.
+        let id = try Self.addWithReceipt(sync.daemon, clientID: clientID)
+        #expect(sync.daemon.stop() == 0)
+        try Self.converge(sync, id, receiptBytes: Self.receipt)
+    }
+
+    @Test func jobInFlightRequestNotSent_isRequeuedAndSentOnce() throws {
+        let sync = try SyncHarness()
+        let id = ClientID.make()
+        try Self.crash(sync, at: "before-send") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: id) }
+        let db = try Connection(path: "\(sync.daemon.stateDirectory)/expensed.db", readOnly: true)
+        #expect(try db.scalarInt("SELECT count(*) FROM jobs WHERE state = 'sending'") == 1)
+        #expect(try sync.serverExpenses().isEmpty)
+        try Self.converge(sync, TransactionID.derive(from: id), receiptBytes: Self.receipt)
+        #expect(sync.daemon.log.contains("Requeued 1 job(s) interrupted while sending"))
+    }
+
+    @Test func serverCommittedResponseLost_retryIsAReplay() throws {
+        let sync = try SyncHarness(serverArguments: ["--fault-drop-response", "1.0"])
+        try sync.daemon.start()
+        let id = try Self.addWithReceipt(sync.daemon, clientID: ClientID.make())
+        try waitUntil(timeout: 20, "the server to commit the create") { try sync.serverExpenses().count == 1 }
+        try waitUntil(timeout: 20, "the lost answer to be noticed") { try sync.daemon.ctlJSON(["status"])["server"] == "unreachable" }
+        #expect(try sync.daemonRows().cache.isEmpty)
+        sync.stopServer()
+        try sync.startServer()
+        try sync.waitUntilDrained(timeout: 30)
+        #expect(sync.daemon.stop() == 0)
+        #expect(sync.accessLog().contains { $0.first == "POST" && $0.last == "replayed=true" }, "the resend was a replay")
+        try Self.converge(sync, id, receiptBytes: Self.receipt)
+    }
+
+    @Test func responseReceivedCacheNotCommitted_resendConverges() throws {
+        let sync = try SyncHarness()
+        let id = ClientID.make()
+        try Self.crash(sync, at: "after-response") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: id) }
+        #expect(try sync.serverExpenses().count == 1)
+        #expect(try sync.daemonRows().cache.isEmpty)
+        try Self.converge(sync, TransactionID.derive(from: id), receiptBytes: Self.receipt)
+        #expect(sync.accessLog().contains { $0.first == "POST" && $0.last == "replayed=true" })
+    }
+
+    @Test func cacheUpsertedJobNotRemoved_isOneTransactionThatRollsBack() throws {
+        let sync = try SyncHarness()
+        let id = ClientID.make()
+        try Self.crash(sync, at: "between-upsert-and-job-removal") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: id) }
+        let rows = try sync.daemonRows()
+        #expect(rows.cache.isEmpty, "the upsert was not committed without the job's removal")
+        #expect(rows.jobs == 2)
+        try Self.converge(sync, TransactionID.derive(from: id), receiptBytes: Self.receipt)
+    }
+
+    @Test func jobRemovedReceiptFileNotDeleted_isSweptAtStartUp() throws {
+        let sync = try SyncHarness()
+        let id = ClientID.make()
+        try Self.crash(sync, at: "after-job-removed") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: id) }
+        #expect(try sync.daemonRows().jobs == 0)
+        #expect(sync.daemon.receiptFiles().count == 1, "the uploaded receipt's file, now an orphan")
+        try Self.converge(sync, TransactionID.derive(from: id), receiptBytes: Self.receipt)
+        #expect(sync.daemon.log.contains("Removed receipt file"))
+    }
+
+    @Test func crashAtRandomWhileDraining_converges() throws {
+        let sync = try SyncHarness(serverArguments: ["--fault-delay-ms", "5"])
+        try sync.daemon.start()
+        let ids = try SyncTests.add(60, to: sync.daemon)
+        for _ in 0..<5 {
+            usleep(UInt32.random(in: 5_000...60_000))
+            sync.daemon.crash()
+            try sync.daemon.start()
+        }
+        try sync.waitUntilDrained(timeout: 60)
+        #expect(sync.daemon.stop() == 0)
+        #expect(Set(try sync.serverExpenses().map(\.transactionID)) == Set(ids))
+        #expect(try sync.serverExpenses().count == 60)
+        #expect(Set(try sync.daemonRows().cache) == Set(ids))
+    }
+}

@@ -1,0 +1,318 @@
+import Digest
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// The sync engine against the real reference server on loopback.
+@Suite(.serialized) struct SyncTests {
+    static func addLine(_ n: Int, clientID: String = ClientID.make(), receipt: Bool = false) -> String {
+        #"{"id":\#(n),"op":"add","client_id":""# + clientID + #"","receipt":\#(receipt),"expense":{"merchant":"Shop \#(n)","amount":"\#(n % 1000).\#(n % 90 + 10)","currency":"EUR","date":"2026-11-29"}}"# + "\n"
+    }
+
+    /// Adds `count` expenses over one connection; returns their transaction ids.
+    static func add(_ count: Int, to daemon: DaemonHarness, receipts: ((Int) -> String)? = nil) throws -> [String] {
+        let client = try RawClient(path: daemon.socketPath)
+        var ids: [String] = []
+        for n in 0..<count {
+            let line = addLine(n, receipt: receipts != nil)
+            if let receipts { try client.send(line, passingFileAt: receipts(n)) } else { try client.send(line) }
+            let answer = try client.readJSONLine()
+            guard let id = answer["result"]?["transaction_id"]?.stringValue else { throw TestFailure("add failed: \(answer.serialized())") }
+            ids.append(id)
+        }
+        return ids
+    }
+
+    @Test func offlineFirst_hundredAddsApplyOnceTheServerComes() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let ids = try Self.add(100, to: sync.daemon)
+        let offline = try sync.daemon.list()
+        #expect(offline.count == 100)
+        #expect(offline.allSatisfy { $0["state"] == "queued" || $0["state"] == "sending" })
+        let status = try sync.daemon.ctlJSON(["status"])
+        #expect(status["server"] == "unreachable")
+
+        try sync.startServer()
+        let started = Date()
+        try sync.waitUntilDrained(timeout: 30)
+        #expect(Date().timeIntervalSince(started) < 10, "applied within seconds of the server's return")
+        let server = try sync.serverExpenses()
+        #expect(server.count == 100)
+        #expect(Set(server.map(\.transactionID)) == Set(ids))
+        let rows = try sync.daemonRows()
+        #expect(rows.cache.count == 100)
+        #expect(rows.jobs == 0)
+        #expect(try sync.daemon.list().allSatisfy { $0["state"] == "synced" })
+    }
+
+    @Test func chaos_thousandExpensesWithReceipts_arriveExactlyOnceAndIntact() throws {
+        let sync = try SyncHarness(daemonArguments: ["--request-timeout", "3s"],
+                                   serverArguments: ["--fault-drop-request", "0.1", "--fault-drop-response", "0.1",
+                                                     "--fault-error-rate", "0.05", "--fault-seed", "42"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let count = 1000
+        var digests: [String: [UInt8]] = [:]
+        let files = (0..<count).map { n -> String in
+            let path = sync.daemon.directory.at("receipt-\(n).jpg")
+            let bytes = SampleReceipt.jpeg(size: 1000 + n * 7, seed: UInt8(n % 251))
+            SampleReceipt.write(bytes, to: path)
+            return path
+        }
+        let ids = try Self.add(count, to: sync.daemon) { files[$0] }
+        for (n, id) in ids.enumerated() {
+            digests[id] = SHA256.hash(FileManager.default.contents(atPath: files[n]).map(Array.init) ?? [])
+        }
+        try sync.waitUntilDrained(timeout: 240)
+
+        let server = try sync.serverExpenses()
+        #expect(server.count == count, "exactly \(count) server expenses")
+        #expect(Set(server.map(\.transactionID)) == Set(ids))
+        let rows = try sync.daemonRows()
+        #expect(rows.jobs == 0, "nothing left in the outbox")
+        #expect(rows.cache.count == count)
+        #expect(sync.daemon.receiptFiles().isEmpty, "no receipt file left behind")
+
+        // Every receipt, fetched back from the server (now without faults), is byte-identical.
+        sync.stopServer()
+        try sync.startServer()
+        let list = try sync.daemon.list()
+        #expect(list.allSatisfy { $0["receipt"] == "uploaded" })
+        let connection = try sync.server!.connect()
+        for expense in list {
+            let id = expense["transaction_id"]?.stringValue ?? ""
+            let url = expense["receipt_url"]?.stringValue ?? ""
+            let response = try connection.request("GET", url, headers: [("Authorization", "Bearer \(sync.token)")])
+            #expect(response.status == 200)
+            #expect(SHA256.hash(response.body) == digests[id], "receipt of \(id)")
+        }
+    }
+
+    @Test func twoDrainsAtOnce_neverSendTheSameJobTwice() throws {
+        let sync = try SyncHarness(environment: ["WATCHDOG_USEC": "100000", "NOTIFY_SOCKET": "/nonexistent/notify"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        // Adds (each a trigger), sync requests and 50 ms watchdog ticks, all at once.
+        let stop = Atomic<Bool>(false)
+        let syncer = Thread {
+            while !stop.load(ordering: .relaxed) { _ = try? sync.daemon.request(["op": "sync"]) }
+        }
+        syncer.start()
+        let ids = try Self.add(200, to: sync.daemon)
+        try sync.waitUntilDrained()
+        stop.store(true, ordering: .relaxed)
+        let posts = sync.accessLog().filter { $0.first == "POST" }
+        #expect(posts.count == 200, "one POST per expense: \(posts.count)")
+        #expect(Set(posts.compactMap { $0.count > 4 ? $0[4] : nil }) == Set(ids))
+        #expect(posts.allSatisfy { $0.count > 2 && $0[2] == "201" })
+    }
+
+    @Test func replay_sendingTheSameBatchTwiceLeavesTheServerIdentical() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        let receipt = sync.daemon.directory.at("r.png")
+        SampleReceipt.write(SampleReceipt.png(size: 5000), to: receipt)
+        _ = try Self.add(30, to: sync.daemon) { $0 % 3 == 0 ? receipt : receipt }
+        #expect(sync.daemon.stop() == 0)
+        let copy = sync.daemon.directory.at("state-copy")
+        try FileManager.default.copyItem(atPath: sync.daemon.stateDirectory, toPath: copy)
+
+        try sync.startServer()
+        try sync.daemon.start()
+        try sync.waitUntilDrained()
+        #expect(sync.daemon.stop() == 0)
+        let first = try sync.serverRequest("GET", "/v1/expenses?limit=1000")
+        #expect(first.status == 200)
+
+        // The outbox as it was before it drained: everything goes again.
+        try FileManager.default.removeItem(atPath: sync.daemon.stateDirectory)
+        try FileManager.default.moveItem(atPath: copy, toPath: sync.daemon.stateDirectory)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        try sync.waitUntilDrained()
+        let second = try sync.serverRequest("GET", "/v1/expenses?limit=1000")
+        #expect(try JSONValue.parse(second.body)["expenses"] == JSONValue.parse(first.body)["expenses"])
+        #expect(try sync.serverExpenses().count == 30)
+        let replays = sync.accessLog().filter { $0.last == "replayed=true" }
+        #expect(replays.count == 60, "every create and receipt of the second round was a replay: \(replays.count)")
+    }
+
+    @Test func rejectedFiveTimes_needsAttentionThenRetryApplies() throws {
+        // A server that refuses this expense until it is "fixed".
+        let fixed = Atomic<Bool>(false)
+        let server = try LoopbackHTTPServer { request in
+            if request.method == "GET" { return .respond(status: 200, headers: [:], body: Array(#"{"expenses":[],"next_cursor":"0","has_more":false}"#.utf8)) }
+            guard fixed.load(ordering: .relaxed) else {
+                return .respond(status: 422, headers: ["Content-Type": "application/json"],
+                                body: Array(#"{"error":{"code":"merchant_blocked","message":"merchant is on the block list"}}"#.utf8))
+            }
+            let body = (try? JSONValue.parse(request.body)) ?? .null
+            let key = request.headers["idempotency-key"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
+            let expense: JSONValue = ["transaction_id": .string(TransactionID.derive(from: key)), "client_id": .string(key),
+                                      "merchant": body["merchant"] ?? .null, "amount": body["amount"] ?? .null,
+                                      "currency": body["currency"] ?? .null, "date": body["date"] ?? .null, "version": 1,
+                                      "created_at": "2026-11-30T00:00:00.000Z", "updated_at": "2026-11-30T00:00:00.000Z"]
+            return .respond(status: 201, headers: ["Content-Type": "application/json"], body: expense.serializedBytes())
+        }
+        let token = TemporaryDirectory()
+        SampleReceipt.write(Array("t0ken\n".utf8), to: token.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", token.at("token"), "--drain-interval", "100ms",
+                                               "--backoff-base", "10ms", "--backoff-cap", "50ms", "--max-attempts", "5"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let id = try Self.add(1, to: daemon)[0]
+        try waitUntil(timeout: 20, "the job to need attention") { try daemon.list().first?["state"] == "needs_attention" }
+        #expect(server.requests.filter { $0.method == "POST" }.count == 5)
+        let shown = try daemon.ctlJSON(["show", id])
+        let job = shown["jobs"]?.arrayValue?.first
+        #expect(job?["state"] == "needs_attention")
+        #expect(job?["attempts"] == 5)
+        #expect(job?["last_error_class"] == "rejected")
+        #expect(job?["last_error"]?.stringValue?.contains("merchant is on the block list") == true)
+        #expect(daemon.log.contains("needs attention after 5 failed attempts"))
+        // It stays put: nothing more is sent until someone decides.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(server.requests.filter { $0.method == "POST" }.count == 5)
+
+        fixed.store(true, ordering: .relaxed)
+        let retried = try daemon.ctl(["retry", id])
+        #expect(retried.status == 0)
+        try waitUntil(timeout: 10, "the retried job to apply") { try daemon.list().first?["state"] == "synced" }
+        #expect(server.requests.filter { $0.method == "POST" }.count == 6)
+    }
+
+    @Test func wrongToken_pausesWithoutBlamingJobsUntilTheFileIsFixed() throws {
+        let sync = try SyncHarness()
+        sync.writeToken("not-the-token")
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let ids = try Self.add(5, to: sync.daemon)
+        try waitUntil(timeout: 10, "credentials to be needed") { try sync.daemon.ctlJSON(["status"])["credentials_needed"] == true }
+        let status = try sync.daemon.ctl(["status"])
+        #expect(status.stdout.contains("needed: the server refused the token"))
+        for id in ids {
+            let job = try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first
+            #expect(job?["attempts"] == 0)
+            #expect(job?["transient_attempts"] == 0)
+            #expect(job?["state"] == "queued")
+        }
+        #expect(sync.daemon.log.contains("Server refused the credentials (401)"))
+        #expect(!sync.daemon.log.contains("not-the-token"), "the token never reaches a log line")
+        let posts = sync.accessLog().filter { $0.first == "POST" }.count
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(sync.accessLog().filter { $0.first == "POST" }.count == posts, "paused: nothing more is sent")
+
+        sync.writeToken(sync.token)
+        try sync.waitUntilDrained(timeout: 20)
+        #expect(try sync.serverExpenses().count == 5)
+        #expect(try sync.daemon.ctlJSON(["status"])["credentials_needed"] == false)
+    }
+
+    @Test func hungServer_delaysAPassByTheTimeoutAndNeverWedgesTheDaemon() throws {
+        let server = try LoopbackHTTPServer { _ in .hang }
+        let dir = TemporaryDirectory()
+        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
+        let listener = try NotifyListener(path: dir.at("notify"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"),
+                                               "--request-timeout", "1s", "--drain-interval", "200ms"],
+                                   environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
+        try daemon.start()
+        defer { daemon.stop() }
+        _ = try Self.add(3, to: daemon)
+        // While requests hang, the control socket answers at once and pings keep coming.
+        for _ in 0..<10 {
+            let started = Date()
+            #expect(try daemon.request(["op": "status"])["ok"] == true)
+            #expect(Date().timeIntervalSince(started) < 0.5)
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let pings = listener.collect(timeout: 2).filter { $0 == "WATCHDOG=1" }.count
+        #expect(pings >= 5, "watchdog pings continue while the server hangs: \(pings)")
+        try waitUntil(timeout: 10, "the timeout to be recorded") {
+            try daemon.ctlJSON(["status"])["server"] == "unreachable"
+        }
+        #expect(daemon.log.contains("Timeout") || daemon.log.contains("timed out"), "\(daemon.log)")
+        #expect(try daemon.list().allSatisfy { $0["state"] == "queued" || $0["state"] == "sending" })
+    }
+
+    @Test func overlappingRefreshesAndADrain_neverMakeTwoCacheRows() throws {
+        let sync = try SyncHarness()
+        // Expenses made elsewhere (another device of the same user).
+        var elsewhere: [String] = []
+        for n in 0..<40 {
+            let key = ClientID.make()
+            let response = try sync.serverRequest("POST", "/v1/expenses", body: ["merchant": .string("Elsewhere \(n)"), "amount": "1.00", "currency": "EUR", "date": "2026-11-01"], key: key)
+            #expect(response.status == 201)
+            elsewhere.append(TransactionID.derive(from: key))
+        }
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let stop = Atomic<Bool>(false)
+        let refreshers = (0..<3).map { _ in
+            Thread { while !stop.load(ordering: .relaxed) { _ = try? sync.daemon.request(["op": "sync", "refresh": true]) } }
+        }
+        refreshers.forEach { $0.start() }
+        let mine = try Self.add(60, to: sync.daemon)
+        try sync.waitUntilDrained()
+        Thread.sleep(forTimeInterval: 0.3)
+        stop.store(true, ordering: .relaxed)
+        Thread.sleep(forTimeInterval: 0.3)
+        let rows = try sync.daemonRows()
+        #expect(rows.cache.count == 100)
+        #expect(Set(rows.cache) == Set(elsewhere + mine))
+        let listed = try sync.daemon.list().compactMap { $0["transaction_id"]?.stringValue }
+        #expect(listed.count == 100)
+        #expect(Set(listed).count == 100)
+    }
+
+    @Test func listShowStatusAndStats_describeTheSync() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = sync.daemon.directory.at("r.pdf")
+        SampleReceipt.write(SampleReceipt.pdf(size: 4000), to: receipt)
+        let plain = try Self.add(1, to: sync.daemon)[0]
+        let withReceipt = try sync.daemon.ctl(["add", "--receipt", receipt]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        func receipts() throws -> [String: JSONValue] {
+            Dictionary(uniqueKeysWithValues: try sync.daemon.list().map { ($0["transaction_id"]?.stringValue ?? "", $0["receipt"] ?? .null) })
+        }
+        #expect(try receipts() == [plain: "none", withReceipt: "pending"])
+        try sync.startServer()
+        try sync.waitUntilDrained()
+        let list = try sync.daemon.list()
+        #expect(try receipts() == [plain: "none", withReceipt: "uploaded"])
+        #expect(list.allSatisfy { $0["state"] == "synced" && $0["version"] != .null })
+        let shown = try sync.daemon.ctlJSON(["show", withReceipt])
+        #expect(shown["receipt_url"]?.stringValue?.contains(withReceipt) == true)
+        #expect(shown["jobs"] == [])
+        let status = try sync.daemon.ctlJSON(["status"])
+        #expect(status["server"] == "ok")
+        #expect(status["last_contact_at"]?.stringValue != nil)
+        #expect(status["server_url"]?.stringValue == "http://127.0.0.1:\(sync.port)")
+        let stats = try sync.daemon.ctlJSON(["stats"])
+        #expect(stats["since_start"]?["applied"] == 3)
+        #expect(stats["since_start"]?["latency_ms"]?["p50"]?.intValue != nil)
+        #expect(stats["total"]?["applied"] == 3)
+        #expect(stats["since_start"]?["failures"]?["transport"]?.intValue ?? 0 >= 1, "\(stats.serialized())")
+        let human = try sync.daemon.ctl(["stats"])
+        #expect(human.stdout.contains("Since start:"))
+    }
+
+    @Test func syncWait_returnsOnceDrained() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        _ = try Self.add(20, to: sync.daemon)
+        let timedOut = try sync.daemon.ctl(["sync", "--wait", "--timeout", "1"])
+        #expect(timedOut.status == 75)
+        try sync.startServer()
+        let result = try sync.daemon.ctl(["sync", "--wait", "--timeout", "30"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("everything is synced"))
+        #expect(try sync.daemonRows().jobs == 0)
+    }
+}
