@@ -79,6 +79,21 @@ enum Schema {
                 stored_at INTEGER NOT NULL
             );
             CREATE INDEX expenses_by_client ON expenses (client_id);
+
+            -- Spool files already turned into jobs but not yet removed from
+            -- the spool: committed with the jobs, so a crash before the
+            -- unlink never ingests a file twice. A file is known by its
+            -- device and inode (unique while it exists) plus size and mtime.
+            CREATE TABLE spool_intake (
+                device INTEGER NOT NULL,
+                inode INTEGER NOT NULL,
+                size INTEGER NOT NULL,
+                modified INTEGER NOT NULL,
+                name BLOB NOT NULL,
+                client_id TEXT NOT NULL,
+                taken_at INTEGER NOT NULL,
+                PRIMARY KEY (device, inode)
+            );
             """),
     ]
 }
