@@ -162,3 +162,9 @@ int cshims_thread_start(void (*fn)(void *), void *arg, const char *name) {
 int cshims_eventfd(void) {
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
+
+#include <stdio.h>
+
+int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
+}

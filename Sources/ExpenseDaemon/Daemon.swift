@@ -109,14 +109,21 @@ public enum Daemon {
         }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
                                      configuration: configuration, drainer: drainer)
+        // After reconciliation (a crash's orphan receipt copies are gone)
+        // and before READY=1: intakes a crash interrupted are finished first.
+        let spool = try configuration.spoolDirectory.map { path in
+            try SpoolService.open(configuration: configuration, path: path, store: store, publisher: publisher,
+                                  logger: logger, onQueued: { drainer?.trigger() })
+        }
 
         server.start()
         let summary = try await publisher.current()
         ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
-        logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
+        logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(spool.map { "; watching spool directory '\($0.directory.path)'" } ?? "")\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
 
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
+            if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
@@ -133,6 +140,7 @@ public enum Daemon {
             }
             ServiceManager.stopping()
             logger.info("Stopping: finishing requests in progress")
+            spool?.stop()
             await server.shutdown()
             await handling.value
             services.cancelAll()

@@ -32,17 +32,7 @@ extension Store {
                     let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
                     return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
                 }
-                try db.execute("""
-                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
-                    VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?)
-                    """, [.text(clientID), .text(transactionID), .text(payload), .integer(now)])
-                if let receipt {
-                    try db.execute("""
-                        INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size)
-                        VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?)
-                        """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
-                              .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
-                }
+                try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
             }
         } catch {
@@ -51,6 +41,23 @@ extension Store {
         }
         if !result.isNew, let receipt { try? receipts.remove(receipt.fileName) }
         return result
+    }
+
+    /// Inserts a create job, and its receipt job when a receipt was staged,
+    /// inside the caller's transaction.
+    static func insertCreate(_ db: Connection, clientID: String, transactionID: String, payload: String,
+                             receipt: StagedReceipt?, now: Int64) throws {
+        try db.execute("""
+            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
+            VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?)
+            """, [.text(clientID), .text(transactionID), .text(payload), .integer(now)])
+        if let receipt {
+            try db.execute("""
+                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size)
+                VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?)
+                """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
+                      .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
+        }
     }
 
     /// Every expense to show: the cache with pending work folded on top,

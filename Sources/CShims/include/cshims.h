@@ -40,4 +40,8 @@ int cshims_thread_start(void (*fn)(void *), void *arg, const char *name);
 
 /* eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK. */
 int cshims_eventfd(void);
+
+/* renameat2(2) with RENAME_NOREPLACE: fails with EEXIST rather than
+   replace what is at newpath. Returns 0 or -1 with errno set. */
+int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 #endif

@@ -1,0 +1,84 @@
+import ExpenseCore
+import Posix
+
+/// The spool service: a directory where writers drop receipts and
+/// sidecars (docs/spool.md), each taken exactly once as an expense, or
+/// moved to `rejected/` with a reason. Nothing in the spool is deleted
+/// unless it has become a job.
+///
+/// ``open(configuration:path:store:publisher:logger:onQueued:)`` does the
+/// blocking part before `READY=1`: checks the directory, starts watching
+/// it, and finishes intakes that a crash interrupted. ``run()`` then takes
+/// what the watcher hands out, several files at a time.
+final class SpoolService: Sendable {
+    let directory: SpoolDirectory
+    let watcher: SpoolWatcher
+    let intake: SpoolIntake
+    let logger: Logger
+
+    /// Intakes in progress at once: enough to keep the disk and the group
+    /// commit busy, few enough that open descriptors stay bounded.
+    static let parallelIntakes = 8
+
+    private init(directory: SpoolDirectory, watcher: SpoolWatcher, intake: SpoolIntake, logger: Logger) {
+        self.directory = directory
+        self.watcher = watcher
+        self.intake = intake
+        self.logger = logger
+    }
+
+    /// Opens and checks the spool directory, watches it, and finishes the
+    /// intakes a crash interrupted. Blocking; call before `READY=1`.
+    /// - Throws: ``Daemon/StartupFailure``: exit status 78 (configuration)
+    ///   for a spool that is unsafe or not a directory, 73 (cannot create)
+    ///   when it cannot be created or opened, 71 when inotify fails.
+    static func open(configuration: Configuration, path: String, store: Store, publisher: StatusPublisher,
+                     logger: Logger, onQueued: @escaping @Sendable () -> Void) throws -> SpoolService {
+        let directory = try SpoolSetup.openDirectory(path, logger: logger)
+        // Watch before anything is read, so a file dropped from now on is
+        // either seen by the first scan or reported by inotify.
+        let inotify: Inotify
+        do {
+            inotify = try Inotify()
+            try inotify.addWatch(path, [.closeWrite, .movedTo, .create, .onlyDirectory, .deleteSelf, .moveSelf])
+        } catch {
+            throw Daemon.StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+        }
+        let intake = SpoolIntake(directory: directory, store: store, publisher: publisher, logger: logger,
+                                 maxBytes: configuration.spoolMaxBytes, onQueued: onQueued)
+        try SpoolSetup.finishInterruptedIntakes(directory: directory, store: store, intake: intake, logger: logger)
+        let watcher: SpoolWatcher
+        do {
+            watcher = try SpoolWatcher(directory: directory, inotify: inotify,
+                                       settleMilliseconds: configuration.spoolSettleMilliseconds, logger: logger)
+        } catch {
+            throw Daemon.StartupFailure(code: .osError, message: "Failed to create spool watcher: \(error.reason)")
+        }
+        watcher.start()
+        return SpoolService(directory: directory, watcher: watcher, intake: intake, logger: logger)
+    }
+
+    /// Takes files until the watcher stops, at most ``parallelIntakes`` at
+    /// once; returns when the intakes in progress have finished.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            for await take in watcher.takes {
+                if running >= Self.parallelIntakes {
+                    await group.next()
+                    running -= 1
+                }
+                group.addTask { [self] in
+                    let outcome = await intake.take(take)
+                    watcher.finished(take, retryAfter: outcome == .retryLater ? SpoolIntake.retryMilliseconds : nil)
+                }
+                running += 1
+            }
+        }
+    }
+
+    /// Stops taking new files; intakes in progress finish (``run()`` returns then).
+    func stop() {
+        watcher.stop()
+    }
+}

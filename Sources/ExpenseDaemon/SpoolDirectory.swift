@@ -1,0 +1,219 @@
+import ExpenseCore
+import Posix
+
+/// A spool file opened for intake: its descriptor and what `fstat` said
+/// about it when it was opened.
+struct SpoolFile: Sendable {
+    let name: FileName
+    let descriptor: FileDescriptor
+    let status: FileStatus
+}
+
+/// What looking at a spool name found.
+enum SpoolInspection: Sendable {
+    /// Nothing is there any more (taken already, or removed by its writer).
+    case gone
+    case rejected(SpoolRejection)
+    case file(SpoolFile)
+}
+
+/// The spool directory, opened once: every name is looked up in it with
+/// `*at` calls, never through a path, so a link can never lead the daemon
+/// elsewhere. Blocking: called from the watcher thread and the spool's
+/// blocking executor, never on the cooperative pool.
+final class SpoolDirectory: Sendable {
+    let path: String
+    let descriptor: FileDescriptor
+    /// `rejected/`, where files that cannot be taken are moved.
+    let rejected: FileDescriptor
+
+    static let rejectedName = FileName("rejected")!
+
+    init(path: String, descriptor: FileDescriptor, rejected: FileDescriptor) {
+        self.path = path
+        self.descriptor = descriptor
+        self.rejected = rejected
+    }
+
+    /// True for names the spool never takes: the `rejected/` folder and
+    /// names starting with a dot, which writers use while writing in place
+    /// (and the daemon while removing a file it took).
+    static func isIgnored(_ name: FileName) -> Bool {
+        name.bytes.first == UInt8(ascii: ".") || name == rejectedName
+    }
+
+    /// The status of `name`, or nil when nothing is there.
+    func status(of name: FileName) throws(SystemCallError) -> FileStatus? {
+        do {
+            return try descriptor.statusAt(name)
+        } catch where error.isNotFound {
+            return nil
+        }
+    }
+
+    /// Opens `name` for reading if it may be taken: a regular file (looked
+    /// at first without following links or opening it, so a FIFO or a
+    /// device is never opened), with one link, no larger than `maxBytes`.
+    /// Opened with `O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`, then checked again
+    /// on the descriptor, in case the name was replaced in between.
+    func open(_ name: FileName, maxBytes: Int) throws(SystemCallError) -> SpoolInspection {
+        guard let before = try status(of: name) else { return .gone }
+        if let rejection = Self.check(before, maxBytes: maxBytes) { return .rejected(rejection) }
+        let file: FileDescriptor
+        do {
+            file = try descriptor.openAt(name, [.readOnly, .noFollow, .nonBlocking, .noCTTY])
+        } catch where error.isNotFound {
+            return .gone
+        } catch where error.isSymbolicLink {
+            return .rejected(SpoolRejection("is a symbolic link"))
+        }
+        let status = try file.status()
+        if let rejection = Self.check(status, maxBytes: maxBytes) { return .rejected(rejection) }
+        return .file(SpoolFile(name: name, descriptor: file, status: status))
+    }
+
+    /// Why a file with `status` cannot be taken, if it cannot.
+    static func check(_ status: FileStatus, maxBytes: Int) -> SpoolRejection? {
+        switch status.kind {
+        case .regular: break
+        case .symbolicLink: return SpoolRejection("is a symbolic link")
+        case .directory: return SpoolRejection("is a directory")
+        case .fifo: return SpoolRejection("is a FIFO (named pipe)")
+        case .socket: return SpoolRejection("is a socket")
+        case .characterDevice: return SpoolRejection("is a character device")
+        case .blockDevice: return SpoolRejection("is a block device")
+        case .unknown: return SpoolRejection("is not a regular file")
+        }
+        if status.linkCount != 1 {
+            return SpoolRejection("has \(status.linkCount) hard links; only files with exactly one are taken")
+        }
+        if status.size > Int64(maxBytes) {
+            return SpoolRejection("is larger than the limit of \(maxBytes) bytes (\(status.size) bytes)")
+        }
+        return nil
+    }
+
+    /// The names in the spool that may be taken, sorted.
+    func names() throws(SystemCallError) -> [FileName] {
+        try descriptor.entries().filter { !Self.isIgnored($0) }.sorted()
+    }
+
+    /// The name a taken file has while it is being removed: private (the
+    /// watcher ignores dot names) and unique (its inode, while it exists).
+    static func takenName(inode: UInt64) -> FileName {
+        FileName(".expensed-taken-\(inode)")!
+    }
+
+    /// What removing a taken file found.
+    enum Removal: Sendable, Equatable {
+        /// The file was removed.
+        case removed
+        /// It was gone already.
+        case gone
+        /// Another file had replaced it under its name; that one was put
+        /// back, under this name.
+        case replaced(FileName)
+        /// It was written to after it was taken; it now has this private
+        /// name, to be rejected.
+        case changed(FileName)
+    }
+
+    /// Removes a file that has become a job. It is first renamed to a
+    /// private name, and removed only if that is still the very file taken
+    /// (same device and inode): a file a writer dropped under the same name
+    /// meanwhile is never removed. Not durable until ``sync()``.
+    func remove(_ record: SpoolIntakeRecord) throws(SystemCallError) -> Removal {
+        let taken = Self.takenName(inode: record.inode)
+        do {
+            try descriptor.renameAt(record.name, to: taken, in: descriptor, replacing: false)
+        } catch where error.isNotFound {
+            return .gone
+        }
+        return try finishRemoval(record, at: taken)
+    }
+
+    /// Removes the file at `taken` (a private name) if it is `record`'s,
+    /// else puts it back under the record's name.
+    func finishRemoval(_ record: SpoolIntakeRecord, at taken: FileName) throws(SystemCallError) -> Removal {
+        guard let status = try status(of: taken) else { return .gone }
+        guard status.device == record.device && status.inode == record.inode else {
+            return .replaced(try putBack(taken, as: record.name))
+        }
+        guard status.size == record.size && status.modifiedNanoseconds == record.modified else {
+            return .changed(taken)
+        }
+        try descriptor.removeAt(taken)
+        return .removed
+    }
+
+    /// Renames `taken` to `name`, or to `name.1`, `name.2`, … when a new
+    /// file has that name already. Never replaces anything.
+    func putBack(_ taken: FileName, as name: FileName) throws(SystemCallError) -> FileName {
+        for n in 0..<1000 {
+            let candidate = n == 0 ? name : Self.shortened(name, room: 4).appending(".\(n)")
+            do {
+                try descriptor.renameAt(taken, to: candidate, in: descriptor, replacing: false)
+                return candidate
+            } catch where error.alreadyExists {
+                continue
+            }
+        }
+        throw SystemCallError.alreadyExists(call: "renameat2", subject: name.displayName)
+    }
+
+    /// Makes renames and removals in the spool durable (`fsync` of the directory).
+    func sync() throws(SystemCallError) {
+        try descriptor.sync()
+    }
+
+    /// Moves `name` to `rejected/` with a `.reason` file beside it saying
+    /// why, durably. The reason file is written first, so a rejected file
+    /// never lacks one. Never replaces anything: a name already used there
+    /// gets a numeric suffix (`name.1`), and a name too long for the suffix
+    /// and `.reason` is shortened (the reason file has it in full).
+    /// - Parameters:
+    ///   - original: the name to report and to derive the new name from,
+    ///     when `name` is a private one.
+    ///   - timestamp: when, for the reason file.
+    /// - Returns: the name in `rejected/`, or nil when the file was gone.
+    func reject(_ name: FileName, original: FileName? = nil, reason: String, timestamp: String) throws(SystemCallError) -> FileName? {
+        let shown = original ?? name
+        let base = Self.shortened(shown, room: ".reason".utf8.count + 4)
+        let text = "name: \(shown.displayName)\nreason: \(reason)\nrejected_at: \(timestamp)\n"
+        for n in 0..<1000 {
+            let candidate = n == 0 ? base : base.appending(".\(n)")
+            let reasonName = candidate.appending(".reason")
+            let reasonFile: FileDescriptor
+            do {
+                reasonFile = try rejected.openAt(reasonName, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600)
+            } catch where error.alreadyExists {
+                continue
+            }
+            try reasonFile.writeAll(Array(text.utf8))
+            try reasonFile.sync()
+            do {
+                try descriptor.renameAt(name, to: candidate, in: rejected, replacing: false)
+            } catch {
+                try? rejected.removeAt(reasonName)
+                if error.alreadyExists { continue }
+                if error.isNotFound { return nil }
+                throw error
+            }
+            try rejected.sync()
+            try descriptor.sync()
+            return candidate
+        }
+        throw SystemCallError.alreadyExists(call: "renameat2", subject: shown.displayName)
+    }
+
+    /// `name` cut (at a character boundary when it is UTF-8) so that
+    /// `room` more bytes still fit in `NAME_MAX` (255).
+    static func shortened(_ name: FileName, room: Int) -> FileName {
+        let limit = 255 - room
+        guard name.bytes.count > limit else { return name }
+        var end = limit
+        // Back off over UTF-8 continuation bytes (10xxxxxx).
+        while end > 1 && name.bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return FileName(bytes: Array(name.bytes[..<end])) ?? name
+    }
+}

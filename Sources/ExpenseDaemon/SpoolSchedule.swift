@@ -1,0 +1,162 @@
+import Posix
+
+/// Decides which spool files are taken together, and when. A receipt
+/// waits up to the settle time for a sidecar with its stem, and a sidecar
+/// for its receipt; once both are there they are taken at once. Files of
+/// any other kind are taken (to be rejected) at once.
+///
+/// A pure state machine: the watcher thread feeds it arrivals and the
+/// clock, and hands out what it returns. A name being taken is *busy*: an
+/// arrival for it (a new file dropped under the same name meanwhile) waits
+/// until that take has finished, so one file is never taken twice at once.
+struct SpoolSchedule {
+    /// What a spool file is, by its extension.
+    enum Role: Equatable {
+        case receipt, sidecar, other
+    }
+
+    /// Files to take in one go.
+    enum Take: Equatable, Sendable {
+        /// A receipt, its sidecar, or both: one expense.
+        case expense(receipt: FileName?, sidecar: FileName?)
+        /// A file that can only be rejected.
+        case other(FileName)
+
+        var names: [FileName] {
+            switch self {
+            case .expense(let receipt, let sidecar): [receipt, sidecar].compactMap { $0 }
+            case .other(let name): [name]
+            }
+        }
+    }
+
+    /// The extensions of receipts the spool takes (any case).
+    static let receiptExtensions: Set<String> = ["jpg", "jpeg", "png", "pdf"]
+
+    static func role(of name: FileName) -> Role {
+        guard let ext = name.lowercasedExtension else { return .other }
+        if receiptExtensions.contains(ext) { return .receipt }
+        return ext == "json" ? .sidecar : .other
+    }
+
+    let settleMilliseconds: Int64
+
+    private struct Waiting {
+        let name: FileName
+        let due: Int64
+    }
+
+    /// The files waiting for a partner, by stem.
+    private struct Group {
+        var receipts: [Waiting] = []
+        var sidecars: [Waiting] = []
+        var isEmpty: Bool { receipts.isEmpty && sidecars.isEmpty }
+    }
+
+    private var groups: [[UInt8]: Group] = [:]
+    /// Files of another kind waiting to be tried again.
+    private var others: [Waiting] = []
+    private var busy: Set<FileName> = []
+    /// Names that arrived while busy, with the delay they arrived with
+    /// (nil: the usual one), to arrive again once released.
+    private var deferred: [FileName: Int64?] = [:]
+
+    init(settleMilliseconds: Int64) {
+        self.settleMilliseconds = settleMilliseconds
+    }
+
+    /// True when nothing waits and nothing is being taken.
+    var isIdle: Bool { groups.isEmpty && others.isEmpty && busy.isEmpty }
+
+    /// How many files wait for their time or their partner.
+    var waitingCount: Int { groups.values.reduce(others.count) { $0 + $1.receipts.count + $1.sidecars.count } }
+
+    /// When the earliest waiting file is due, if any waits.
+    var nextDue: Int64? {
+        (groups.values.flatMap { $0.receipts.map(\.due) + $0.sidecars.map(\.due) } + others.map(\.due)).min()
+    }
+
+    /// `name` was closed after writing, renamed in, or found by a scan.
+    /// - Parameter delay: how long to wait before taking it: for a lone
+    ///   receipt or sidecar the settle time unless given; for a file of
+    ///   another kind none unless given (a retry delay).
+    /// - Returns: what to take now.
+    mutating func arrived(_ name: FileName, now: Int64, delay: Int64? = nil) -> [Take] {
+        if busy.contains(name) {
+            let earlier = deferred[name] ?? nil
+            deferred[name] = [earlier, delay].compactMap { $0 }.max()
+            return []
+        }
+        let role = Self.role(of: name)
+        if role == .other {
+            if let delay {
+                if !others.contains(where: { $0.name == name }) { others.append(Waiting(name: name, due: now + delay)) }
+                return []
+            }
+            others.removeAll { $0.name == name }
+            busy.insert(name)
+            return [.other(name)]
+        }
+        let wait = delay ?? settleMilliseconds
+        let stem = name.stem
+        var group = groups[stem] ?? Group()
+        let entry = Waiting(name: name, due: now + wait)
+        // A second event for a waiting file (written again) keeps its place.
+        switch role {
+        case .receipt where !group.receipts.contains(where: { $0.name == name }): group.receipts.append(entry)
+        case .sidecar where !group.sidecars.contains(where: { $0.name == name }): group.sidecars.append(entry)
+        default: break
+        }
+        var takes: [Take] = []
+        while !group.receipts.isEmpty && !group.sidecars.isEmpty {
+            let receipt = group.receipts.removeFirst().name, sidecar = group.sidecars.removeFirst().name
+            busy.insert(receipt)
+            busy.insert(sidecar)
+            takes.append(.expense(receipt: receipt, sidecar: sidecar))
+        }
+        groups[stem] = group.isEmpty ? nil : group
+        return takes
+    }
+
+    /// Takes every file whose wait is over, alone, earliest first.
+    mutating func takeDue(now: Int64) -> [Take] {
+        var due: [(Int64, Take)] = []
+        for (stem, var group) in groups {
+            for entry in group.receipts where entry.due <= now {
+                due.append((entry.due, .expense(receipt: entry.name, sidecar: nil)))
+                busy.insert(entry.name)
+            }
+            for entry in group.sidecars where entry.due <= now {
+                due.append((entry.due, .expense(receipt: nil, sidecar: entry.name)))
+                busy.insert(entry.name)
+            }
+            group.receipts.removeAll { $0.due <= now }
+            group.sidecars.removeAll { $0.due <= now }
+            groups[stem] = group.isEmpty ? nil : group
+        }
+        for entry in others where entry.due <= now {
+            due.append((entry.due, .other(entry.name)))
+            busy.insert(entry.name)
+        }
+        others.removeAll { $0.due <= now }
+        return due.sorted { ($0.0, $0.1.names.first!) < ($1.0, $1.1.names.first!) }.map(\.1)
+    }
+
+    /// `take` is done (its files were queued, rejected, or left in place):
+    /// its names are free again, and any that arrived meanwhile arrive now.
+    /// - Parameter retryAfter: when the take failed and its files are to
+    ///   be tried again after this many milliseconds.
+    mutating func finished(_ take: Take, now: Int64, retryAfter: Int64? = nil) -> [Take] {
+        var takes: [Take] = []
+        for name in take.names {
+            busy.remove(name)
+            let again = deferred.removeValue(forKey: name)
+            if let retryAfter {
+                takes += arrived(name, now: now, delay: max(retryAfter, (again ?? nil) ?? 0))
+            } else if let again {
+                takes += arrived(name, now: now, delay: again)
+            }
+        }
+        return takes
+    }
+}

@@ -1,0 +1,67 @@
+import ExpenseCore
+
+/// Why a spool file is not taken: the text of its `.reason` file and of
+/// the journal warning. Never holds field values (they may be personal).
+struct SpoolRejection: Error, Sendable, Equatable {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// A sidecar, `name.json` beside `name.jpg`: a JSON object whose members
+/// are expense fields, each a string. Strict, like the control protocol:
+/// anything else is rejected with a reason naming what was wrong.
+enum SpoolSidecar {
+    /// The largest sidecar read; no valid one comes near it.
+    static let maxBytes = 64 * 1024
+
+    /// The fields a sidecar may set.
+    static let fieldNames = ["merchant", "amount", "currency", "date", "category", "comment"]
+
+    /// The fields in `bytes`, each valid on its own. Whether they are
+    /// enough (an expense without a receipt needs more) is checked once it
+    /// is known whether a receipt comes with them.
+    static func parse(_ bytes: [UInt8]) throws(SpoolRejection) -> ExpenseFields {
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw SpoolRejection("sidecar is not valid UTF-8")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes)
+        } catch {
+            throw SpoolRejection("sidecar is not valid JSON: \(escaped(error.message))")
+        }
+        guard case .object(let members) = value else {
+            throw SpoolRejection("sidecar must be a JSON object, got \(value.typeName)")
+        }
+        var fields = ExpenseFields()
+        for (key, member) in members.sorted(by: { $0.key < $1.key }) {
+            guard fieldNames.contains(key) else {
+                throw SpoolRejection("sidecar field '\(escaped(String(key.prefix(64))))' is not an expense field; known: \(fieldNames.joined(separator: ", "))")
+            }
+            guard case .string(let text) = member else {
+                throw SpoolRejection("sidecar field '\(key)' must be a string, got \(member.typeName)")
+            }
+            fields[key] = text
+        }
+        do {
+            try Validation.check(fields)
+        } catch {
+            throw SpoolRejection("sidecar field \(error.description)")
+        }
+        return fields
+    }
+
+    /// `text` on one line: control characters and backslashes as `\xNN`, so
+    /// a hostile sidecar cannot forge lines in a `.reason` file or a log.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" {
+                out += "\\x" + String(scalar.value, radix: 16).leftPadded(2)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

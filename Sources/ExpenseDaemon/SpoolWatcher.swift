@@ -1,0 +1,214 @@
+import Posix
+import Synchronization
+
+/// Watches the spool directory on a thread of its own (inotify reads and
+/// `poll` block) and hands out what to take, when, through ``takes``.
+///
+/// A file is noticed when it is closed after writing (`IN_CLOSE_WRITE`) or
+/// renamed in (`IN_MOVED_TO`); something that is not a regular file, or a
+/// hard link, when it is created (`IN_CREATE`). The whole directory is scanned at start and
+/// after the kernel's event queue overflowed, so nothing dropped while the
+/// daemon was down, or during an overflow, is missed; a file a scan finds
+/// still being written waits until it has been left alone for the settle time.
+final class SpoolWatcher: Sendable {
+    let directory: SpoolDirectory
+    let inotify: Inotify
+    let settleMilliseconds: Int64
+    let logger: Logger
+    /// What to take, in order; finished when the watcher stops.
+    let takes: AsyncStream<SpoolSchedule.Take>
+    private let continuation: AsyncStream<SpoolSchedule.Take>.Continuation
+    private let wakeup: EventNotifier
+    private let inbox = Mutex(Inbox())
+
+    private struct Inbox {
+        var finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)] = []
+        var stopping = false
+    }
+
+    /// - Parameter inotify: watching the spool already, so that nothing
+    ///   dropped between this and the first scan is missed.
+    init(directory: SpoolDirectory, inotify: Inotify, settleMilliseconds: Int64, logger: Logger) throws(SystemCallError) {
+        self.directory = directory
+        self.inotify = inotify
+        self.settleMilliseconds = settleMilliseconds
+        self.logger = logger
+        wakeup = try EventNotifier()
+        (takes, continuation) = AsyncStream.makeStream(of: SpoolSchedule.Take.self)
+    }
+
+    /// Starts the thread; its first act is a full scan.
+    func start() {
+        Threads.spawn(name: "spool") { [self] in
+            var loop = SpoolWatchLoop(watcher: self)
+            loop.run()
+            continuation.finish()
+        }
+    }
+
+    /// `take` is done; its names may be taken again. Safe from any thread.
+    /// - Parameter retryAfter: try its files again after this many milliseconds.
+    func finished(_ take: SpoolSchedule.Take, retryAfter: Int64? = nil) {
+        inbox.withLock { $0.finished.append((take, retryAfter)) }
+        wakeup.signal()
+    }
+
+    /// Stops handing out takes; files still waiting stay in the spool for
+    /// the next start.
+    func stop() {
+        inbox.withLock { $0.stopping = true }
+        wakeup.signal()
+    }
+
+    fileprivate func emit(_ new: [SpoolSchedule.Take]) {
+        for take in new { continuation.yield(take) }
+    }
+
+    fileprivate func collectInbox() -> (finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)], stopping: Bool) {
+        wakeup.drain()
+        return inbox.withLock { inbox in
+            defer { inbox.finished = [] }
+            return (inbox.finished, inbox.stopping)
+        }
+    }
+
+    fileprivate var wakeupDescriptor: FileDescriptor { wakeup.descriptor }
+}
+
+/// The watcher thread's state: touched by that thread only.
+private struct SpoolWatchLoop {
+    let watcher: SpoolWatcher
+    var schedule: SpoolSchedule
+    /// Files a scan found that were modified within the settle time, so
+    /// may still be written in place: taken once left alone that long.
+    var unsettled: [FileName: Unsettled] = [:]
+    var isWatching = true
+
+    struct Unsettled {
+        var size: Int64
+        var modified: Int64
+        var checkAt: Int64
+    }
+
+    init(watcher: SpoolWatcher) {
+        self.watcher = watcher
+        schedule = SpoolSchedule(settleMilliseconds: watcher.settleMilliseconds)
+    }
+
+    static var now: Int64 { Int64(Clock.monotonicNanoseconds / 1_000_000) }
+
+    mutating func run() {
+        scan()
+        while true {
+            let now = Self.now
+            let due = [schedule.nextDue, unsettled.values.map(\.checkAt).min()].compactMap { $0 }.min()
+            let timeout = due.map { Int32(clamping: max(0, $0 - now)) } ?? -1
+            var sources: [(FileDescriptor, Poll.Events)] = [(watcher.wakeupDescriptor, .readable)]
+            if isWatching { sources.append((watcher.inotify.descriptor, .readable)) }
+            let ready: [Poll.Events]
+            do {
+                ready = try Poll.wait(sources, timeoutMilliseconds: timeout)
+            } catch {
+                watcher.logger.error("Failed to wait for spool events: \(error); no longer watching '\(watcher.directory.path)'")
+                return
+            }
+            let (finished, stopping) = watcher.collectInbox()
+            if stopping { return }
+            for item in finished {
+                watcher.emit(schedule.finished(item.take, now: Self.now, retryAfter: item.retryAfter))
+            }
+            if isWatching && ready.count > 1 && !ready[1].isEmpty { readEvents() }
+            checkUnsettled()
+            watcher.emit(schedule.takeDue(now: Self.now))
+        }
+    }
+
+    mutating func readEvents() {
+        let events: [Inotify.Event]
+        do {
+            events = try watcher.inotify.readEvents()
+        } catch {
+            watcher.logger.error("Failed to read spool events: \(error); no longer watching '\(watcher.directory.path)'")
+            isWatching = false
+            return
+        }
+        var overflowed = false
+        for event in events {
+            if event.mask.contains(.queueOverflow) {
+                overflowed = true
+            } else if let name = event.name {
+                if event.mask.contains(.create) {
+                    created(name)
+                } else {
+                    arrived(name)
+                }
+            } else if !event.mask.intersection([.ignored, .deleteSelf, .moveSelf, .unmount]).isEmpty, isWatching {
+                watcher.logger.error("Spool directory '\(watcher.directory.path)' was removed, moved or unmounted; no longer watching it")
+                isWatching = false
+            }
+        }
+        if overflowed {
+            watcher.logger.warning("Spool events were lost (inotify queue overflow); scanning '\(watcher.directory.path)' again")
+            scan()
+        }
+    }
+
+    mutating func arrived(_ name: FileName) {
+        guard !SpoolDirectory.isIgnored(name) else { return }
+        unsettled[name] = nil
+        watcher.emit(schedule.arrived(name, now: Self.now))
+    }
+
+    /// A new name: a regular file being written is taken once closed
+    /// (`IN_CLOSE_WRITE`), but what can never be closed after writing (a
+    /// symbolic link, FIFO, socket, device, directory, or a hard link to a
+    /// file) arrives now, to be rejected.
+    mutating func created(_ name: FileName) {
+        guard !SpoolDirectory.isIgnored(name), let status = try? watcher.directory.status(of: name) else { return }
+        if status.kind != .regular || status.linkCount > 1 { arrived(name) }
+    }
+
+    /// Every name in the spool arrives, but regular files modified within
+    /// the settle time wait to be left alone first.
+    mutating func scan() {
+        let names: [FileName]
+        do {
+            names = try watcher.directory.names()
+        } catch {
+            watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error)")
+            return
+        }
+        for name in names {
+            let status = try? watcher.directory.status(of: name)
+            if let status, status.kind == .regular, isRecent(status) {
+                unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
+                                            checkAt: Self.now + watcher.settleMilliseconds)
+            } else {
+                arrived(name)
+            }
+        }
+    }
+
+    func isRecent(_ status: FileStatus) -> Bool {
+        Clock.wallMilliseconds - status.modifiedNanoseconds / 1_000_000 < watcher.settleMilliseconds
+    }
+
+    /// Unsettled files unchanged for the settle time (or last modified
+    /// longer ago than that) arrive; changed ones wait again.
+    mutating func checkUnsettled() {
+        let now = Self.now
+        for (name, entry) in unsettled where entry.checkAt <= now {
+            guard let status = try? watcher.directory.status(of: name) else {
+                unsettled[name] = nil
+                continue
+            }
+            let unchanged = status.size == entry.size && status.modifiedNanoseconds == entry.modified
+            if unchanged || !isRecent(status) {
+                arrived(name)
+            } else {
+                unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
+                                            checkAt: now + watcher.settleMilliseconds)
+            }
+        }
+    }
+}
