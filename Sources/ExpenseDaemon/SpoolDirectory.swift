@@ -129,6 +129,7 @@ final class SpoolDirectory: Sendable {
         } catch where error.isNotFound {
             return .gone
         }
+        FaultPoints.hit("spool-after-rename")
         return try finishRemoval(record, at: taken)
     }
 

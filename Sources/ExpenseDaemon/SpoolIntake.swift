@@ -8,7 +8,8 @@ import Posix
 /// durably into the state directory (`spool-after-stage`), commit the
 /// jobs and the files' `spool_intake` rows in one transaction
 /// (`spool-after-commit`), rename each file to a private name and remove
-/// it if it is still the file taken (`spool-after-unlink`), `fsync` the
+/// it if it is still the file taken (`spool-after-rename` between the two,
+/// `spool-after-unlink` after every file), `fsync` the
 /// spool directory (`spool-after-sync`), forget the rows. A crash before
 /// the commit leaves the spool file, taken again on restart, and at most
 /// an unreferenced receipt copy, which start-up removes; a crash after it

@@ -15,6 +15,8 @@ public final class Inotify: Sendable {
         public static let closeWrite = Mask(rawValue: UInt32(bitPattern: IN_CLOSE_WRITE))
         public static let movedTo = Mask(rawValue: UInt32(bitPattern: IN_MOVED_TO))
         public static let create = Mask(rawValue: UInt32(bitPattern: IN_CREATE))
+        public static let open = Mask(rawValue: UInt32(bitPattern: IN_OPEN))
+        public static let access = Mask(rawValue: UInt32(bitPattern: IN_ACCESS))
         public static let deleteSelf = Mask(rawValue: UInt32(bitPattern: IN_DELETE_SELF))
         public static let moveSelf = Mask(rawValue: UInt32(bitPattern: IN_MOVE_SELF))
         /// Only when the watched path is a directory (`add_watch` fails with `ENOTDIR`).
