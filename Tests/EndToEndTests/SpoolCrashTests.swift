@@ -1,0 +1,78 @@
+import Digest
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import Posix
+import Testing
+
+/// Kill -9 at each step of a spool intake (an armed fault point), restart:
+/// exactly one job per dropped file, with its receipt's bytes intact, and
+/// nothing left behind.
+@Suite(.serialized) struct SpoolCrashTests {
+    static let fields = ExpenseFields(merchant: "Crash Café", amount: "41.90", currency: "EUR", date: "2026-04-01", category: "Meals")
+    static let receipt = SpoolDrop.receipt(.jpeg, tag: 77, size: 200 * 1024)
+    static var digest: String { Hex.encode(SHA256.hash(receipt)) }
+
+    /// The steps after which the jobs have committed.
+    static let committed: Set<String> = ["spool-after-commit", "spool-after-rename", "spool-after-unlink", "spool-after-sync"]
+
+    /// Drops a receipt and its sidecar into a daemon armed to die at `point`, and waits for it to die there.
+    static func crash(at point: String) throws -> DaemonHarness {
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], environment: ["EXPENSED_FAULT": point], spool: true)
+        try daemon.start()
+        let staging = daemon.directory.at("staging")
+        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("crash.json")!, in: daemon.spoolDirectory, staging: staging)
+        try SpoolDrop.byRename(receipt, as: FileName("crash.jpg")!, in: daemon.spoolDirectory, staging: staging)
+        guard daemon.process?.waitForExit(timeout: 20) != nil else {
+            daemon.crash()
+            throw TestFailure("the daemon did not reach \(point)")
+        }
+        #expect(daemon.process?.process.terminationReason == .uncaughtSignal, "killed by SIGKILL at \(point)")
+        #expect(daemon.log.contains("fault point \(point)"))
+        daemon.environment["EXPENSED_FAULT"] = nil
+        return daemon
+    }
+
+    @Test(arguments: ["spool-after-open", "spool-after-stage", "spool-after-commit", "spool-after-rename", "spool-after-unlink", "spool-after-sync"])
+    func crashAtAnIntakeStep_thenRestart_isExactlyOneJob(_ point: String) throws {
+        let daemon = try Self.crash(at: point)
+        let committed = Self.committed.contains(point)
+        #expect(try daemon.queuedExpenses().count == (committed ? 1 : 0))
+        #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == (committed ? 2 : 0),
+                "the files' records commit with the job")
+        let staged = point == "spool-after-stage" || committed
+        #expect(daemon.receiptFiles().count == (staged ? 1 : 0))
+        let left = try daemon.spoolEntries().map(\.displayName)
+        switch point {
+        case "spool-after-rename": #expect(left.count == 2 && left.contains { $0.hasPrefix(".expensed-taken-") }, "\(left)")
+        case "spool-after-unlink", "spool-after-sync": #expect(left.isEmpty)
+        default: #expect(left == ["crash.jpg", "crash.json"])
+        }
+
+        try daemon.start()
+        defer { daemon.stop() }
+        try daemon.waitForSpool(expenses: 1, rejected: 0)
+        let queued = try daemon.queuedExpenses()
+        #expect(queued.map(\.fields) == [Self.fields])
+        #expect(queued.map(\.receiptDigest) == [Self.digest], "the receipt's bytes, intact")
+        #expect(daemon.receiptFiles().count == 1, "no orphan copy")
+        try waitUntil(timeout: 10, "the intake records to be forgotten") {
+            try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == 0
+        }
+        if ["spool-after-commit", "spool-after-rename"].contains(point) {
+            #expect(daemon.log.contains("Removed spool file 'crash.jpg', queued before the daemon stopped"))
+        }
+    }
+
+    @Test func crashAfterTheCommit_thenANewFileUnderTheSameName_theNewFileIsTakenToo() throws {
+        let daemon = try Self.crash(at: "spool-after-commit")
+        // A writer drops a new receipt under the same name before the restart.
+        let second = SpoolDrop.receipt(.jpeg, tag: 78)
+        try SpoolDrop.byRename(second, as: FileName("crash.jpg")!, in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
+        try daemon.start()
+        defer { daemon.stop() }
+        try daemon.waitForSpool(expenses: 2, rejected: 0)
+        let digests = try daemon.queuedExpenses().map(\.receiptDigest)
+        #expect(Set(digests) == [Self.digest, Hex.encode(SHA256.hash(second))], "the first once, the new one once")
+    }
+}
