@@ -1,0 +1,136 @@
+// bench-spool: how fast the spool turns dropped receipts into jobs, beside
+// what durably copying the same files costs on the same disk.
+//
+// Usage: bench-spool [--expensed PATH] [--files N] [--size BYTES] [--settle DURATION] [--rounds N]
+// Starts the given expensed (default .build/release/expensed) in a
+// temporary folder. Prints one line per figure; compare the ratios printed
+// in one run: absolute numbers move with the machine.
+import ExpenseCore
+import Foundation
+import Posix
+
+let arguments = CommandLine.arguments
+func option(_ name: String) -> String? { arguments.firstIndex(of: name).map { arguments[$0 + 1] } }
+let expensed = option("--expensed") ?? ".build/release/expensed"
+let fileCount = option("--files").flatMap(Int.init) ?? 1000
+let fileSize = option("--size").flatMap(Int.init) ?? 200 * 1024
+let settles = option("--settle").map { [$0] } ?? ["500ms", "0ms"]
+
+func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("bench-spool: \(message)\n".utf8))
+    exit(1)
+}
+
+/// `count` receipt-shaped files of `size` bytes in `directory`, each different.
+func makeFiles(in directory: String, count: Int, size: Int) throws -> [String] {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    // xorshift64: incompressible enough, and cheap (no system call per byte).
+    var state = UInt64.random(in: 1...UInt64.max)
+    return try (0..<count).map { n in
+        let name = "receipt-\(n).jpg"
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+        bytes.reserveCapacity(size)
+        while bytes.count < size {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            withUnsafeBytes(of: state) { bytes += $0.prefix(size - bytes.count) }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(directory)/\(name)"))
+        return name
+    }
+}
+
+/// The raw rate: each file copied (in the kernel) to a temporary name,
+/// `fsync`, `rename`, `fsync` of the directory, one after the other.
+func durableCopies(_ names: [String], from source: String, to destination: String) throws -> Double {
+    try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+    let start = now()
+    for name in names {
+        let input = try FileDescriptor.open("\(source)/\(name)", [.readOnly])
+        let temporary = "\(destination)/.\(name).tmp"
+        let output = try FileDescriptor.open(temporary, [.writeOnly, .create, .exclusive], mode: 0o600)
+        var offset: Int64 = 0
+        while try output.copy(from: input, offset: &offset, count: 1 << 20) > 0 {}
+        try output.sync()
+        try FileSystem.rename(temporary, to: "\(destination)/\(name)")
+        try FileSystem.syncDirectory(destination)
+    }
+    return Double(names.count) / (now() - start)
+}
+
+/// One control request on a fresh connection; the `result` object.
+func status(_ socket: String) throws -> JSONValue? {
+    let connection = try UnixSocket.connect(path: socket)
+    try UnixSocket.send(connection, Array(#"{"id":1,"op":"status"}"#.utf8) + [0x0A])
+    var line: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while !line.contains(0x0A) {
+        let n = try UnixSocket.receive(connection, into: &chunk).count
+        if n == 0 { break }
+        line += chunk[0..<n]
+    }
+    return try JSONValue.parse(line.prefix { $0 != 0x0A })["result"]
+}
+
+/// Intake: the files renamed into the spool of a stopped daemon; timed
+/// from its resumption until the status shows every job committed.
+func spoolIntake(_ names: [String], from source: String, in dir: String, settle: String) throws -> Double {
+    let spool = "\(dir)/spool", socket = "\(dir)/control.sock"
+    try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+    _ = FileManager.default.createFile(atPath: "\(dir)/empty.conf", contents: Data())
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: expensed)
+    process.arguments = ["--config", "\(dir)/empty.conf", "--state-dir", "\(dir)/state", "--socket", socket,
+                         "--spool-dir", spool, "--spool-settle", settle, "--log-target", "stderr"]
+    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    defer {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+    let deadline = now() + 20
+    while (try? status(socket)) == nil {
+        if now() > deadline { fail("expensed did not start") }
+        usleep(10_000)
+    }
+    kill(process.processIdentifier, SIGSTOP)
+    for name in names { try FileSystem.rename("\(source)/\(name)", to: "\(spool)/\(name)") }
+    let start = now()
+    kill(process.processIdentifier, SIGCONT)
+    // Each receipt is two jobs: the create and its upload.
+    while (try status(socket))?["queued"]?.intValue ?? 0 < Int64(2 * names.count) {
+        if now() - start > 600 { fail("intake did not finish") }
+        usleep(5_000)
+    }
+    let rate = Double(names.count) / (now() - start)
+    let left = try FileManager.default.contentsOfDirectory(atPath: spool).filter { $0 != "rejected" }
+    if !left.isEmpty { fail("\(left.count) files left in the spool") }
+    return rate
+}
+
+let rounds = option("--rounds").flatMap(Int.init) ?? 3
+print("bench-spool: expensed=\(expensed) files=\(fileCount) size=\(fileSize) bytes rounds=\(rounds)")
+let scratch = NSTemporaryDirectory() + "bench-spool-\(UUID().uuidString.prefix(8))"
+defer { try? FileManager.default.removeItem(atPath: scratch) }
+let mib = Double(fileSize) / 1_048_576
+func rate(_ files: Double) -> String { String(format: "%.0f files/s (%.1f MiB/s)", files, files * mib) }
+for settle in settles {
+    var ratios: [Double] = []
+    for round in 0..<rounds {
+        let dir = "\(scratch)/\(settle)-\(round)"
+        let source = "\(dir)/source"
+        let names = try makeFiles(in: source, count: fileCount, size: fileSize)
+        // Each phase starts with nothing left to write back, so neither
+        // pays for the other's (or the set-up's) dirty pages.
+        sync()
+        let raw = try durableCopies(names, from: source, to: "\(dir)/copies")
+        sync()
+        let intake = try spoolIntake(names, from: source, in: dir, settle: settle)
+        ratios.append(intake / raw)
+        print("spool_settle=\(settle) round \(round + 1): intake \(rate(intake)); durable copy \(rate(raw)); ratio \(String(format: "%.2f", intake / raw))")
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+    print("spool_settle=\(settle): median ratio \(String(format: "%.2f", ratios.sorted()[ratios.count / 2])) (target >= 0.7)")
+}
