@@ -66,6 +66,9 @@ final class SpoolDirectory: Sendable {
             return .gone
         } catch where error.isSymbolicLink {
             return .rejected(SpoolRejection("is a symbolic link"))
+        } catch where error.isPermissionDenied {
+            // Waiting would not help: its writer must make it readable.
+            return .rejected(SpoolRejection("cannot be read by expensed (uid \(Users.effectiveUserID), mode \(String(before.mode, radix: 8)), owner uid \(before.owner)): \(error.reason)"))
         }
         let status = try file.status()
         if let rejection = Self.check(status, maxBytes: maxBytes) { return .rejected(rejection) }

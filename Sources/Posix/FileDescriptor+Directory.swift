@@ -79,6 +79,8 @@ extension SystemCallError {
     public var alreadyExists: Bool { errno == EEXIST }
     /// True when `O_NOFOLLOW` met a symbolic link (`ELOOP`).
     public var isSymbolicLink: Bool { errno == ELOOP }
+    /// True when permission bits forbade it (`EACCES`, `EPERM`).
+    public var isPermissionDenied: Bool { errno == EACCES || errno == EPERM }
     /// True when a path component or an `O_DIRECTORY` open was not a directory (`ENOTDIR`).
     public var isNotADirectory: Bool { errno == ENOTDIR }
 

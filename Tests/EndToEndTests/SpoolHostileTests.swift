@@ -298,6 +298,34 @@ import Testing
         #expect(log.contains("Spool directory '\(daemon.directory.at("file"))' is not a directory"))
     }
 
+    @Test func fileTheDaemonCannotRead_isRejectedSayingSo() throws {
+        // expensed as an unprivileged user (nobody) that owns its folders.
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "50ms"], spool: true)
+        for path in [daemon.directory.path, daemon.spoolDirectory] { #expect(chown(path, 65534, 65534) == 0) }
+        chmod(daemon.spoolDirectory, 0o1730)
+        let child = try ChildProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                                          BuiltProducts.path("expensed")] + daemon.arguments,
+                                     outputDirectory: daemon.directory.path, name: "expensed")
+        defer { child.stop() }
+        try waitUntil(timeout: 20, "expensed to answer") {
+            guard child.isRunning else { throw TestFailure("expensed exited: \(child.standardError)") }
+            return (try? daemon.request(["op": "status"])) != nil
+        }
+        let staging = daemon.directory.at("staging")
+        try SpoolDrop.byRename(SpoolDrop.receipt(.jpeg, tag: 1), as: FileName("readable.jpg")!, in: daemon.spoolDirectory, staging: staging)
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        SampleReceipt.write(SpoolDrop.receipt(.jpeg, tag: 2), to: "\(staging)/private.jpg")
+        chmod("\(staging)/private.jpg", 0o600)
+        try FileSystem.rename("\(staging)/private.jpg", to: "\(daemon.spoolDirectory)/private.jpg")
+        try waitUntil(timeout: 20, "both files to be taken") {
+            (try? daemon.request(["op": "status"])["result"]?["queued"]?.intValue) == 2
+                && FileSystem.exists("\(daemon.spoolDirectory)/rejected/private.jpg.reason")
+        }
+        let reason = try String(contentsOfFile: "\(daemon.spoolDirectory)/rejected/private.jpg.reason", encoding: .utf8)
+        #expect(reason.contains("reason: cannot be read by expensed (uid 65534, mode 600, owner uid 0): Permission denied\n"))
+        #expect(try daemon.spoolEntries().isEmpty, "the daemon, owning the sticky directory, removed root's file it took")
+    }
+
     @Test func missingSpool_isCreated() throws {
         let daemon = DaemonHarness()
         let path = daemon.directory.at("new/spool")
