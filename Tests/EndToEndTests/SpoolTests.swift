@@ -186,6 +186,41 @@ import Testing
         #expect(try daemon.rejectionReason(FileName("pipe.jpg")!).contains("reason: is a FIFO"))
     }
 
+    @Test func contribSpoolDrop_dropsPairsTogetherLoneFilesAloneAndNeverReplaces() throws {
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], spool: true)
+        let outbox = daemon.directory.at("outbox")
+        try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+        let script = "\(BuiltProducts.packageRoot)/contrib/spool-drop"
+        func write(_ bytes: [UInt8], _ name: String) { SampleReceipt.write(bytes, to: "\(outbox)/\(name)") }
+        func run(_ arguments: [String]) throws {
+            let result = try runCommand("/bin/sh", [script, "-d", daemon.spoolDirectory] + arguments)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        // While the daemon is stopped, the same name twice: the second is renamed, not replaced.
+        let first = SpoolDrop.receipt(.jpeg, tag: 1), second = SpoolDrop.receipt(.jpeg, tag: 2)
+        write(first, "-same.jpg")
+        try run(["--", "\(outbox)/-same.jpg"])
+        write(second, "-same.jpg")
+        try run(["-m", "--", "\(outbox)/-same.jpg"])
+        #expect(try daemon.spoolEntries().map(\.displayName) == ["-same-2.jpg", "-same.jpg"])
+
+        try daemon.start()
+        defer { daemon.stop() }
+        let pair = SpoolDrop.receipt(.pdf, tag: 3), lone = SpoolDrop.receipt(.png, tag: 4)
+        write(pair, "a b.pdf")
+        write(SpoolDrop.sidecar(Self.fields(5)), "a b.json")
+        write(lone, "lone.png")
+        write(SpoolDrop.sidecar(Self.fields(6)), "fields.json")
+        let names = try FileManager.default.contentsOfDirectory(atPath: outbox).sorted().map { "\(outbox)/\($0)" }
+        try run(["-m"] + names)
+        try daemon.waitForSpool(expenses: 5, rejected: 0)
+        #expect(try daemon.queuedExpenses().map { Self.key($0.fields, $0.receiptDigest) }.sorted() == [
+            Self.key(ExpenseFields(), Self.digest(first)), Self.key(ExpenseFields(), Self.digest(second)),
+            Self.key(Self.fields(5), Self.digest(pair)), Self.key(ExpenseFields(), Self.digest(lone)), Self.key(Self.fields(6), nil),
+        ].sorted())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outbox).isEmpty, "-m removed what was dropped")
+    }
+
     @Test func inotifyQueueOverflow_losesNothing() throws {
         let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], spool: true)
         try daemon.start()
