@@ -127,7 +127,8 @@ public enum Daemon {
             if let drainer { services.addTask { await drainer.run() } }
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
-                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { drainer?.trigger() })
+                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { drainer?.trigger() },
+                                        probes: spool.map { spool in [{ answer in spool.watcher.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
             let handling = Task { await handler.run() }

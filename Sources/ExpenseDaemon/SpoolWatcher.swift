@@ -23,6 +23,7 @@ final class SpoolWatcher: Sendable {
 
     private struct Inbox {
         var finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)] = []
+        var pings: [@Sendable () -> Void] = []
         var stopping = false
     }
 
@@ -60,16 +61,35 @@ final class SpoolWatcher: Sendable {
         wakeup.signal()
     }
 
+    /// Calls `answer` from the watcher thread once it has gone round its
+    /// loop: proof that it is alive (the watchdog asks this). Once stopping,
+    /// answers at once: a watcher told to stop is not wedged.
+    func probe(_ answer: @escaping @Sendable () -> Void) {
+        let stopping = inbox.withLock { inbox -> Bool in
+            if !inbox.stopping { inbox.pings.append(answer) }
+            return inbox.stopping
+        }
+        if stopping { answer() } else { wakeup.signal() }
+    }
+
     fileprivate func emit(_ new: [SpoolSchedule.Take]) {
         for take in new { continuation.yield(take) }
     }
 
     fileprivate func collectInbox() -> (finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)], stopping: Bool) {
         wakeup.drain()
-        return inbox.withLock { inbox in
-            defer { inbox.finished = [] }
-            return (inbox.finished, inbox.stopping)
+        let (finished, pings, stopping) = inbox.withLock { inbox in
+            defer {
+                inbox.finished = []
+                inbox.pings = []
+            }
+            return (inbox.finished, inbox.pings, inbox.stopping)
         }
+        for ping in pings {
+            FaultPoints.hit("spool-probe")
+            ping()
+        }
+        return (finished, stopping)
     }
 
     fileprivate var wakeupDescriptor: FileDescriptor { wakeup.descriptor }

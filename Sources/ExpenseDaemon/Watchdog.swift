@@ -3,8 +3,9 @@ import Synchronization
 import Systemd
 
 /// Sends `WATCHDOG=1` only while the daemon's loops are alive: each tick
-/// it probes the store's queue, the control socket's thread and the
-/// drainer, and pings systemd only when all answered within the tick.
+/// it probes the store's queue, the control socket's thread, the spool
+/// watcher's thread and the drainer, and pings systemd only when all
+/// answered within the tick.
 /// A wedged loop therefore stops the pings, and systemd restarts the daemon.
 final class Watchdog: Sendable {
     let intervalMilliseconds: Int64
@@ -15,16 +16,21 @@ final class Watchdog: Sendable {
     let drainerIsAlive: @Sendable () -> Bool
     /// Called on every tick: watchdog ticks are a drain trigger.
     let onTick: @Sendable () -> Void
+    /// Probes of other loops (the spool watcher's thread), asked like the
+    /// store's and the socket's: each calls its argument once alive.
+    let probes: [@Sendable (@escaping @Sendable () -> Void) -> Void]
 
     /// - Parameter watchdogMicroseconds: `WATCHDOG_USEC`; pings go out at half of it.
     init(watchdogMicroseconds: UInt64, store: Store, server: ControlServer, logger: Logger,
-         drainerIsAlive: @escaping @Sendable () -> Bool, onTick: @escaping @Sendable () -> Void) {
+         drainerIsAlive: @escaping @Sendable () -> Bool, onTick: @escaping @Sendable () -> Void,
+         probes: [@Sendable (@escaping @Sendable () -> Void) -> Void] = []) {
         intervalMilliseconds = max(Int64(watchdogMicroseconds / 2000), 50)
         self.store = store
         self.server = server
         self.logger = logger
         self.drainerIsAlive = drainerIsAlive
         self.onTick = onTick
+        self.probes = probes
     }
 
     /// Each tick checks the answers to the previous tick's probes, pings
@@ -38,13 +44,14 @@ final class Watchdog: Sendable {
             answered.store(0, ordering: .relaxed)
             store.probe { answered.add(1, ordering: .relaxed) }
             server.probe { answered.add(1, ordering: .relaxed) }
+            for probe in probes { probe { answered.add(1, ordering: .relaxed) } }
             onTick()
             do {
                 try await Task.sleep(for: .milliseconds(intervalMilliseconds))
             } catch {
                 return
             }
-            let healthy = answered.load(ordering: .relaxed) == 2 && drainerIsAlive()
+            let healthy = answered.load(ordering: .relaxed) == 2 + probes.count && drainerIsAlive()
             if healthy {
                 ServiceManager.watchdog()
                 if !wasHealthy { logger.notice("All loops answer again; watchdog pings resumed") }

@@ -221,6 +221,21 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: outbox).isEmpty, "-m removed what was dropped")
     }
 
+    @Test func watchdog_stopsPingingWhenTheSpoolWatcherIsWedged() throws {
+        let dir = TemporaryDirectory()
+        let listener = try NotifyListener(path: dir.at("notify"))
+        // The fifth liveness probe of the spool watcher hangs its thread forever.
+        let daemon = DaemonHarness(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000",
+                                                 "EXPENSED_FAULT": "spool-probe:hang@5"], spool: true)
+        try daemon.start()
+        defer { daemon.crash() }
+        let pings = listener.collect(timeout: 3).filter { $0 == "WATCHDOG=1" }.count
+        #expect(pings >= 2 && pings <= 5, "\(pings) pings before the wedge")
+        let later = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
+        #expect(later.isEmpty, "no pings once the spool watcher is wedged")
+        #expect(daemon.log.contains("withholding watchdog pings"))
+    }
+
     @Test func inotifyQueueOverflow_losesNothing() throws {
         let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], spool: true)
         try daemon.start()

@@ -116,8 +116,10 @@ public final class RawClient: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard rc == 0 else {
+            // No close here: every stored property is set, so deinit runs
+            // when this throws and closes fd. Closing it twice would close
+            // whatever another thread had opened under that number meanwhile.
             let code = errno
-            Glibc.close(fd)
             throw TestFailure("connect \(path): \(String(cString: strerror(code)))")
         }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))

@@ -69,9 +69,9 @@ public final class HTTPConnection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         if rc != 0 {
-            let code = errno
-            Glibc.close(descriptor)
-            throw HTTPConnectionError.system("connect", code)
+            // No close here: deinit runs when an initializer that has set
+            // every property throws, and closes the descriptor once.
+            throw HTTPConnectionError.system("connect", errno)
         }
     }
 
