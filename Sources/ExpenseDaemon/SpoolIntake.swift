@@ -77,7 +77,7 @@ final class SpoolIntake: Sendable {
                 return .acceptable
             }
         } catch {
-            logger.error("Failed to look at spool file '\(name.displayName)': \(error), skipping")
+            logger.error("Failed to look at spool file '\(name.displayName)': \(reason(error)), skipping for now")
             return .failed
         }
     }
@@ -107,7 +107,7 @@ final class SpoolIntake: Sendable {
                  try sidecarName.map { try Self.openSidecar($0, in: directory) } ?? .gone)
             }
         } catch {
-            logger.error("Failed to open spool file '\((receiptName ?? sidecarName)?.displayName ?? "")': \(error), skipping")
+            logger.error("Failed to open spool file '\((receiptName ?? sidecarName)?.displayName ?? "")': \(reason(error)), skipping for now")
             return .retryLater
         }
 
@@ -144,13 +144,13 @@ final class SpoolIntake: Sendable {
                 }
             } catch let error as ReceiptError {
                 if case .io = error {
-                    logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(error), skipping for now")
+                    logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(reason(error)), skipping for now")
                     return .retryLater
                 }
                 // It changed between the checks and the copy.
                 return await reject(files.map { ($0.name, $0.name == receiptFile.name ? error.description : "its receipt '\(receiptFile.name.displayName)' was rejected") })
             } catch {
-                logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(error), skipping for now")
+                logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(reason(error)), skipping for now")
                 return .retryLater
             }
             FaultPoints.hit("spool-after-stage")
@@ -202,7 +202,7 @@ final class SpoolIntake: Sendable {
                     if await reject([(taken, reason)], originals: [taken: record.name]) == .done { done.append(record) }
                 }
             } catch {
-                logger.warning("Failed to remove spool file '\(record.name.displayName)' after queueing it: \(error); it will not be taken again",
+                logger.warning("Failed to remove spool file '\(record.name.displayName)' after queueing it: \(reason(error)); it will not be taken again, ignoring",
                                transactionID: transactionID)
             }
         }
@@ -210,7 +210,7 @@ final class SpoolIntake: Sendable {
         do {
             try await directorySync.sync()
         } catch {
-            logger.warning("Failed to sync spool directory '\(directory.path)': \(error); keeping intake records", transactionID: transactionID)
+            logger.warning("Failed to sync spool directory '\(directory.path)': \(reason(error)); keeping its intake records, ignoring", transactionID: transactionID)
             return
         }
         FaultPoints.hit("spool-after-sync")
@@ -256,6 +256,16 @@ final class SpoolIntake: Sendable {
         }
     }
 
+    /// An error as a log line's reason: the `strerror` text for a failed
+    /// system call (the line names the file already), else its description.
+    func reason(_ error: any Error) -> String {
+        switch error {
+        case let error as SystemCallError: error.reason
+        case ReceiptError.io(let error): error.reason
+        default: "\(error)"
+        }
+    }
+
     // MARK: Reject
 
     /// Moves each file to `rejected/` with its reason, counts and logs it.
@@ -282,7 +292,7 @@ final class SpoolIntake: Sendable {
                            messageID: .spoolRejected)
             return true
         } catch {
-            logger.error("Failed to move spool file '\(shown.displayName)' to 'rejected/': \(error), skipping for now")
+            logger.error("Failed to move spool file '\(shown.displayName)' to 'rejected/': \(self.reason(error)), skipping for now")
             return false
         }
     }

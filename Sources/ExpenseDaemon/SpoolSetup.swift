@@ -88,7 +88,7 @@ enum SpoolSetup {
                 }
                 finished.append(record)
             } catch {
-                logger.warning("Failed to finish removing spool file '\(record.name.displayName)': \(error); it will not be taken again",
+                logger.warning("Failed to finish removing spool file '\(record.name.displayName)': \(error.reason); it will not be taken again, ignoring",
                                transactionID: transactionID)
             }
         }

@@ -129,7 +129,7 @@ private struct SpoolWatchLoop {
             do {
                 ready = try Poll.wait(sources, timeoutMilliseconds: timeout)
             } catch {
-                watcher.logger.error("Failed to wait for spool events: \(error); no longer watching '\(watcher.directory.path)'")
+                watcher.logger.error("Failed to wait for spool events: \(error.reason); no longer watching '\(watcher.directory.path)'")
                 return
             }
             let (finished, stopping) = watcher.collectInbox()
@@ -148,7 +148,7 @@ private struct SpoolWatchLoop {
         do {
             events = try watcher.inotify.readEvents()
         } catch {
-            watcher.logger.error("Failed to read spool events: \(error); no longer watching '\(watcher.directory.path)'")
+            watcher.logger.error("Failed to read spool events: \(error.reason); no longer watching '\(watcher.directory.path)'")
             isWatching = false
             return
         }
@@ -195,7 +195,7 @@ private struct SpoolWatchLoop {
         do {
             names = try watcher.directory.names()
         } catch {
-            watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error)")
+            watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error.reason)")
             return
         }
         for name in names {
