@@ -199,7 +199,10 @@ final class SpoolIntake: Sendable {
                     done.append(record)
                 case .changed(let taken):
                     let reason = "was written to after it was taken; it was queued as it was then, as \(transactionID)"
-                    if await reject([(taken, reason)], originals: [taken: record.name]) == .done { done.append(record) }
+                    let moved = (try? await blocking.run { [self] in
+                        rejectNow(taken, original: record.name, reason: reason, transactionID: transactionID)
+                    }) ?? false
+                    if moved { done.append(record) }
                 }
             } catch {
                 logger.warning("Failed to remove spool file '\(record.name.displayName)' after queueing it: \(reason(error)); it will not be taken again, ignoring",
@@ -269,19 +272,21 @@ final class SpoolIntake: Sendable {
     // MARK: Reject
 
     /// Moves each file to `rejected/` with its reason, counts and logs it.
-    /// - Parameter originals: the names to report for private names.
-    func reject(_ items: [(FileName, String)], originals: [FileName: FileName] = [:]) async -> Outcome {
+    func reject(_ items: [(FileName, String)]) async -> Outcome {
         var outcome = Outcome.done
         for (name, reason) in items {
-            let done = (try? await blocking.run { [self] in rejectNow(name, original: originals[name], reason: reason) }) ?? false
+            let done = (try? await blocking.run { [self] in rejectNow(name, reason: reason) }) ?? false
             if !done { outcome = .retryLater }
         }
         return outcome
     }
 
     /// Moves one file to `rejected/`, counts and logs it. Blocking.
+    /// - Parameters:
+    ///   - original: the name to report, when `name` is a private one.
+    ///   - transactionID: the expense the file became, if it became one.
     /// - Returns: false when it could not be moved (it stays in the spool).
-    func rejectNow(_ name: FileName, original: FileName? = nil, reason: String) -> Bool {
+    func rejectNow(_ name: FileName, original: FileName? = nil, reason: String, transactionID: String? = nil) -> Bool {
         let shown = original ?? name
         do {
             let moved = try directory.reject(name, original: original, reason: reason,
@@ -289,10 +294,11 @@ final class SpoolIntake: Sendable {
             guard let moved else { return true }
             publisher.countSpoolRejection()
             logger.warning("Rejected spool file '\(shown.displayName)': \(reason); moved to 'rejected/\(moved.displayName)'",
-                           messageID: .spoolRejected)
+                           transactionID: transactionID, messageID: .spoolRejected)
             return true
         } catch {
-            logger.error("Failed to move spool file '\(shown.displayName)' to 'rejected/': \(self.reason(error)), skipping for now")
+            logger.error("Failed to move spool file '\(shown.displayName)' to 'rejected/': \(self.reason(error)), skipping for now",
+                         transactionID: transactionID)
             return false
         }
     }

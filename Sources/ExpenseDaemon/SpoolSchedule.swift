@@ -101,11 +101,16 @@ struct SpoolSchedule {
         let stem = name.stem
         var group = groups[stem] ?? Group()
         let entry = Waiting(name: name, due: now + wait)
-        // A second event for a waiting file (written again) keeps its place.
+        // A waiting file written again (a scanner appending page after
+        // page, closing it each time) keeps its place among its stem's
+        // files but waits anew: it is taken once left alone that long.
         switch role {
-        case .receipt where !group.receipts.contains(where: { $0.name == name }): group.receipts.append(entry)
-        case .sidecar where !group.sidecars.contains(where: { $0.name == name }): group.sidecars.append(entry)
-        default: break
+        case .receipt:
+            if let index = group.receipts.firstIndex(where: { $0.name == name }) { group.receipts[index] = entry } else { group.receipts.append(entry) }
+        case .sidecar:
+            if let index = group.sidecars.firstIndex(where: { $0.name == name }) { group.sidecars[index] = entry } else { group.sidecars.append(entry) }
+        case .other:
+            break
         }
         var takes: [Take] = []
         while !group.receipts.isEmpty && !group.sidecars.isEmpty {

@@ -110,8 +110,8 @@ enum SpoolSetup {
         case .replaced(let name):
             logger.notice("Spool file '\(name.displayName)' replaced a file being taken; it stays to be taken", transactionID: transactionID)
         case .changed(let taken):
-            _ = intake.rejectNow(taken, original: record.name,
-                                 reason: "was written to after it was taken; it was queued as it was then, as \(transactionID)")
+            _ = intake.rejectNow(taken, original: record.name, reason: "was written to after it was taken; it was queued as it was then, as \(transactionID)",
+                                 transactionID: transactionID)
         }
     }
 }
