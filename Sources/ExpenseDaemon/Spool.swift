@@ -18,7 +18,7 @@ final class SpoolService: Sendable {
 
     /// Intakes in progress at once: enough to keep the disk and the group
     /// commit busy, few enough that open descriptors stay bounded.
-    static let parallelIntakes = 8
+    static let parallelIntakes = 16
 
     private init(directory: SpoolDirectory, watcher: SpoolWatcher, intake: SpoolIntake, logger: Logger) {
         self.directory = directory
@@ -63,14 +63,22 @@ final class SpoolService: Sendable {
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
-            for await take in watcher.takes {
+            for await work in watcher.work {
                 if running >= Self.parallelIntakes {
                     await group.next()
                     running -= 1
                 }
-                group.addTask { [self] in
-                    let outcome = await intake.take(take)
-                    watcher.finished(take, retryAfter: outcome == .retryLater ? SpoolIntake.retryMilliseconds : nil)
+                switch work {
+                case .copyEarly(let name):
+                    // Begun here, in order, so that the receipt's take,
+                    // which comes later, finds it and waits for it.
+                    let ticket = intake.earlyCopies.begin(name)
+                    group.addTask { [self] in await intake.copyEarly(name, ticket: ticket) }
+                case .take(let take):
+                    group.addTask { [self] in
+                        let outcome = await intake.take(take)
+                        watcher.finished(take, retryAfter: outcome == .retryLater ? SpoolIntake.retryMilliseconds : nil)
+                    }
                 }
                 running += 1
             }

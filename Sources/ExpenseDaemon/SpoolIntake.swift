@@ -5,7 +5,9 @@ import Posix
 ///
 /// One intake, in order (each step a fault point for the crash tests):
 /// open and check the files (`spool-after-open`), copy the receipt
-/// durably into the state directory (`spool-after-stage`), commit the
+/// durably into the state directory (`spool-after-stage`; for a receipt
+/// that waits for its sidecar, this copy is made while it waits, see
+/// ``SpoolEarlyCopies``, and used if the file is unchanged), commit the
 /// jobs and the files' `spool_intake` rows in one transaction
 /// (`spool-after-commit`), rename each file to a private name and remove
 /// it if it is still the file taken (`spool-after-rename` between the two,
@@ -23,8 +25,9 @@ final class SpoolIntake: Sendable {
     let maxBytes: Int
     /// Called after a job was queued: wakes the drainer.
     let onQueued: @Sendable () -> Void
-    let blocking = BlockingExecutor(label: "spool", width: 4)
+    let blocking = BlockingExecutor(label: "spool", width: 8)
     let directorySync: SpoolSync
+    let earlyCopies: SpoolEarlyCopies
 
     /// How long a file whose intake failed (a full disk, an I/O error)
     /// waits before it is tried again.
@@ -45,6 +48,21 @@ final class SpoolIntake: Sendable {
         self.maxBytes = maxBytes
         self.onQueued = onQueued
         directorySync = SpoolSync(label: "spool-sync") { [directory] () throws(SystemCallError) in try directory.sync() }
+        earlyCopies = SpoolEarlyCopies { [store] staged in try? store.receipts.remove(staged.fileName) }
+    }
+
+    /// Copies a receipt that waits for its sidecar, so that taking it later
+    /// is quick (``SpoolEarlyCopies``). What cannot be copied is left for
+    /// the take to find out again, and to reject or report.
+    func copyEarly(_ name: FileName, ticket: UInt64) async {
+        let copy = try? await blocking.run { [directory, store, maxBytes] () -> SpoolEarlyCopies.Copy? in
+            guard case .receipt(let file) = try Self.openReceipt(name, in: directory, maxBytes: maxBytes) else { return nil }
+            FaultPoints.hit("spool-after-open")
+            let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes)
+            return SpoolEarlyCopies.Copy(record: SpoolIntakeRecord(file), staged: staged)
+        }
+        if copy != nil { FaultPoints.hit("spool-after-stage") }
+        earlyCopies.finish(name, ticket: ticket, copy: copy)
     }
 
     func take(_ take: SpoolSchedule.Take) async -> Outcome {
@@ -100,6 +118,11 @@ final class SpoolIntake: Sendable {
     }
 
     private func ingest(receipt receiptName: FileName?, sidecar sidecarName: FileName?) async -> Outcome {
+        var early: SpoolEarlyCopies.Copy?
+        if let receiptName { early = await earlyCopies.claim(receiptName) }
+        // Removed unless it goes into the commit (which then owns it).
+        defer { if let early { earlyCopies.discard(early.staged) } }
+
         let receipt: Opened, sidecar: Opened
         do {
             (receipt, sidecar) = try await blocking.run { [directory, maxBytes] in
@@ -137,7 +160,10 @@ final class SpoolIntake: Sendable {
         FaultPoints.hit("spool-after-open")
 
         var staged: StagedReceipt?
-        if let receiptFile {
+        if let receiptFile, let copy = early, copy.record.matches(receiptFile.status, named: receiptFile.name) {
+            staged = copy.staged
+            early = nil
+        } else if let receiptFile {
             do {
                 staged = try await blocking.run { [store, maxBytes] in
                     try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes)

@@ -71,6 +71,12 @@ struct SpoolSchedule {
     /// How many files wait for their time or their partner.
     var waitingCount: Int { groups.values.reduce(others.count) { $0 + $1.receipts.count + $1.sidecars.count } }
 
+    /// True when `name` waits for its time or its partner.
+    func isWaiting(_ name: FileName) -> Bool {
+        guard let group = groups[name.stem] else { return false }
+        return group.receipts.contains { $0.name == name } || group.sidecars.contains { $0.name == name }
+    }
+
     /// When the earliest waiting file is due, if any waits.
     var nextDue: Int64? {
         (groups.values.flatMap { $0.receipts.map(\.due) + $0.sidecars.map(\.due) } + others.map(\.due)).min()

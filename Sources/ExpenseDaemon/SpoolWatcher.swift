@@ -15,11 +15,18 @@ final class SpoolWatcher: Sendable {
     let inotify: Inotify
     let settleMilliseconds: Int64
     let logger: Logger
-    /// What to take, in order; finished when the watcher stops.
-    let takes: AsyncStream<SpoolSchedule.Take>
-    private let continuation: AsyncStream<SpoolSchedule.Take>.Continuation
+    /// What to do, in order; finished when the watcher stops.
+    let work: AsyncStream<Work>
+    private let continuation: AsyncStream<Work>.Continuation
     private let wakeup: EventNotifier
     private let inbox = Mutex(Inbox())
+
+    enum Work: Sendable, Equatable {
+        /// Take these files now.
+        case take(SpoolSchedule.Take)
+        /// This receipt waits for its sidecar: copy it meanwhile.
+        case copyEarly(FileName)
+    }
 
     private struct Inbox {
         var finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)] = []
@@ -35,7 +42,7 @@ final class SpoolWatcher: Sendable {
         self.settleMilliseconds = settleMilliseconds
         self.logger = logger
         wakeup = try EventNotifier()
-        (takes, continuation) = AsyncStream.makeStream(of: SpoolSchedule.Take.self)
+        (work, continuation) = AsyncStream.makeStream(of: Work.self)
     }
 
     /// Starts the thread; its first act is a full scan.
@@ -73,7 +80,11 @@ final class SpoolWatcher: Sendable {
     }
 
     fileprivate func emit(_ new: [SpoolSchedule.Take]) {
-        for take in new { continuation.yield(take) }
+        for take in new { continuation.yield(.take(take)) }
+    }
+
+    fileprivate func copyEarly(_ name: FileName) {
+        continuation.yield(.copyEarly(name))
     }
 
     fileprivate func collectInbox() -> (finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)], stopping: Bool) {
@@ -176,7 +187,13 @@ private struct SpoolWatchLoop {
     mutating func arrived(_ name: FileName) {
         guard !SpoolDirectory.isIgnored(name) else { return }
         unsettled[name] = nil
-        watcher.emit(schedule.arrived(name, now: Self.now))
+        let takes = schedule.arrived(name, now: Self.now)
+        // A receipt left waiting for its sidecar is copied meanwhile.
+        if takes.isEmpty && watcher.settleMilliseconds > 0 && schedule.isWaiting(name)
+            && SpoolSchedule.role(of: name) == .receipt {
+            watcher.copyEarly(name)
+        }
+        watcher.emit(takes)
     }
 
     /// A new name: a regular file being written is taken once closed

@@ -16,12 +16,17 @@ import Testing
     /// The steps after which the jobs have committed.
     static let committed: Set<String> = ["spool-after-commit", "spool-after-rename", "spool-after-unlink", "spool-after-sync"]
 
-    /// Drops a receipt and its sidecar into a daemon armed to die at `point`, and waits for it to die there.
-    static func crash(at point: String) throws -> DaemonHarness {
-        let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], environment: ["EXPENSED_FAULT": point], spool: true)
+    /// Drops a receipt, after its sidecar when `withSidecar`, into a daemon
+    /// armed to die at `point`, and waits for it to die there. A receipt
+    /// alone is copied while it waits for a sidecar (an early copy); one
+    /// whose sidecar came first is copied when taken.
+    static func crash(at point: String, withSidecar: Bool = true) throws -> DaemonHarness {
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true)
         try daemon.start()
         let staging = daemon.directory.at("staging")
-        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("crash.json")!, in: daemon.spoolDirectory, staging: staging)
+        if withSidecar {
+            try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("crash.json")!, in: daemon.spoolDirectory, staging: staging)
+        }
         try SpoolDrop.byRename(receipt, as: FileName("crash.jpg")!, in: daemon.spoolDirectory, staging: staging)
         guard daemon.process?.waitForExit(timeout: 20) != nil else {
             daemon.crash()
@@ -33,27 +38,29 @@ import Testing
         return daemon
     }
 
-    @Test(arguments: ["spool-after-open", "spool-after-stage", "spool-after-commit", "spool-after-rename", "spool-after-unlink", "spool-after-sync"])
-    func crashAtAnIntakeStep_thenRestart_isExactlyOneJob(_ point: String) throws {
-        let daemon = try Self.crash(at: point)
+    @Test(arguments: ["spool-after-open", "spool-after-stage", "spool-after-commit", "spool-after-rename", "spool-after-unlink", "spool-after-sync"],
+          [true, false])
+    func crashAtAnIntakeStep_thenRestart_isExactlyOneJob(_ point: String, withSidecar: Bool) throws {
+        let daemon = try Self.crash(at: point, withSidecar: withSidecar)
+        let files = withSidecar ? ["crash.jpg", "crash.json"] : ["crash.jpg"]
         let committed = Self.committed.contains(point)
         #expect(try daemon.queuedExpenses().count == (committed ? 1 : 0))
-        #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == (committed ? 2 : 0),
+        #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == (committed ? files.count : 0),
                 "the files' records commit with the job")
         let staged = point == "spool-after-stage" || committed
         #expect(daemon.receiptFiles().count == (staged ? 1 : 0))
         let left = try daemon.spoolEntries().map(\.displayName)
         switch point {
-        case "spool-after-rename": #expect(left.count == 2 && left.contains { $0.hasPrefix(".expensed-taken-") }, "\(left)")
+        case "spool-after-rename": #expect(left.count == files.count && left.contains { $0.hasPrefix(".expensed-taken-") }, "\(left)")
         case "spool-after-unlink", "spool-after-sync": #expect(left.isEmpty)
-        default: #expect(left == ["crash.jpg", "crash.json"])
+        default: #expect(left == files)
         }
 
         try daemon.start()
         defer { daemon.stop() }
         try daemon.waitForSpool(expenses: 1, rejected: 0)
         let queued = try daemon.queuedExpenses()
-        #expect(queued.map(\.fields) == [Self.fields])
+        #expect(queued.map(\.fields) == [withSidecar ? Self.fields : ExpenseFields()])
         #expect(queued.map(\.receiptDigest) == [Self.digest], "the receipt's bytes, intact")
         #expect(daemon.receiptFiles().count == 1, "no orphan copy")
         try waitUntil(timeout: 10, "the intake records to be forgotten") {

@@ -1,0 +1,101 @@
+import Posix
+import Synchronization
+
+/// Receipts copied into the state directory while they wait out the
+/// settle time for a sidecar, so that the copy, the slow part of an
+/// intake, is done by the time the receipt is taken.
+///
+/// A copy is used only if the spool file is still the very file copied,
+/// unchanged (device, inode, size, mtime); otherwise, and whenever it is
+/// not used, it is removed. Copies are never referenced by a job until the
+/// intake's commit, so a crash leaves at most unreferenced files, which
+/// the start-up sweep removes.
+final class SpoolEarlyCopies: Sendable {
+    struct Copy: Sendable {
+        let record: SpoolIntakeRecord
+        let staged: StagedReceipt
+    }
+
+    private enum Entry {
+        /// Being copied; `waiters` are takes waiting for the outcome.
+        case running(ticket: UInt64, waiters: [CheckedContinuation<Copy?, Never>])
+        case done(Copy?)
+    }
+
+    private let entries = Mutex<[FileName: Entry]>([:])
+    private let tickets = Atomic<UInt64>(0)
+    /// Removes a copy that will not be used.
+    let discard: @Sendable (StagedReceipt) -> Void
+
+    init(discard: @escaping @Sendable (StagedReceipt) -> Void) {
+        self.discard = discard
+    }
+
+    /// A copy of `name` is starting; one started before is superseded.
+    /// Call in the order the work was handed out, before the copy runs.
+    /// - Returns: the ticket to ``finish(_:ticket:copy:)`` with.
+    func begin(_ name: FileName) -> UInt64 {
+        let ticket = tickets.add(1, ordering: .relaxed).newValue
+        let superseded = entries.withLock { entries -> Copy? in
+            switch entries[name] {
+            case .running(_, let waiters):
+                entries[name] = .running(ticket: ticket, waiters: waiters)
+                return nil
+            case .done(let copy):
+                entries[name] = .running(ticket: ticket, waiters: [])
+                return copy
+            case nil:
+                entries[name] = .running(ticket: ticket, waiters: [])
+                return nil
+            }
+        }
+        if let superseded { discard(superseded.staged) }
+        return ticket
+    }
+
+    /// The copy with `ticket` is done (nil: it could not be made).
+    func finish(_ name: FileName, ticket: UInt64, copy: Copy?) {
+        let (waiters, isCurrent) = entries.withLock { entries -> ([CheckedContinuation<Copy?, Never>], Bool) in
+            guard case .running(let current, let waiters) = entries[name], current == ticket else { return ([], false) }
+            entries[name] = waiters.isEmpty ? .done(copy) : nil
+            return (waiters, true)
+        }
+        guard isCurrent else {
+            if let copy { discard(copy.staged) }
+            return
+        }
+        // One take per name at a time: a second waiter is never expected,
+        // but would get nil and make its own copy.
+        for (index, waiter) in waiters.enumerated() { waiter.resume(returning: index == 0 ? copy : nil) }
+    }
+
+    /// How many takes wait for the copy of `name` (for tests).
+    func waiterCount(_ name: FileName) -> Int {
+        entries.withLock { entries in
+            if case .running(_, let waiters) = entries[name] { return waiters.count }
+            return 0
+        }
+    }
+
+    /// Takes the copy of `name`, waiting for it when it is being made.
+    /// - Returns: nil when none was made; the caller must use or discard it.
+    func claim(_ name: FileName) async -> Copy? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Copy?, Never>) in
+            enum Now { case wait, answer(Copy?) }
+            let now = entries.withLock { entries -> Now in
+                switch entries[name] {
+                case .running(let ticket, var waiters):
+                    waiters.append(continuation)
+                    entries[name] = .running(ticket: ticket, waiters: waiters)
+                    return .wait
+                case .done(let copy):
+                    entries[name] = nil
+                    return .answer(copy)
+                case nil:
+                    return .answer(nil)
+                }
+            }
+            if case .answer(let copy) = now { continuation.resume(returning: copy) }
+        }
+    }
+}
