@@ -60,6 +60,11 @@ public struct RetryPolicy: Sendable, Equatable {
         case .rejected:
             if job.kind == .receipt && status == 410 { return .dropReceipt }
             if job.kind == .delete && status == 410 { return .applied(nil) }
+            if job.kind == .edit && status == 410 {
+                // Deleted on the server: retrying cannot help; the user decides.
+                return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
+                                       error: message, errorClass: outcome.className)
+            }
             let attempts = job.attempts + 1
             if attempts >= maxAttempts {
                 return .needsAttention(attempts: attempts, transientAttempts: job.transientAttempts, error: message, errorClass: outcome.className)

@@ -171,7 +171,18 @@ extension Store {
     /// - Returns: transaction ids of tombstones that arrived.
     public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64) async throws -> [String] {
         try await database.write { db in
-            for expense in expenses { try Store.upsert(db, expense, now: now) }
+            for expense in expenses {
+                try Store.upsert(db, expense, now: now)
+                if expense.deleted {
+                    // Deleted elsewhere: a change still waiting here cannot apply.
+                    // Say so instead of dropping the user's edit silently.
+                    try db.execute("""
+                        UPDATE jobs SET state = 'needs_attention', last_error_class = 'conflict',
+                            last_error = 'the expense was deleted on another device; this edit was not applied'
+                        WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
+                        """, [.text(expense.transactionID)])
+                }
+            }
             if let cursor {
                 try db.execute("INSERT INTO settings (key, value) VALUES ('refresh_cursor', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(cursor)])
             }
