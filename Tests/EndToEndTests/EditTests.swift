@@ -9,12 +9,12 @@ import Testing
 @Suite(.serialized) struct OfflineEditTests {
     /// The outbox as (kind, state) pairs, oldest first.
     static func outbox(_ daemon: DaemonHarness) throws -> [(String, String)] {
-        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
         return try db.query("SELECT kind, state FROM jobs ORDER BY seq") { ($0.string(0), $0.string(1)) }
     }
 
     static func payloads(_ daemon: DaemonHarness) throws -> [JSONValue] {
-        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
         return try db.query("SELECT payload FROM jobs ORDER BY seq") { try JSONValue.parse(Array($0.string(0).utf8)) }
     }
 
