@@ -49,6 +49,7 @@ let package = Package(
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
         .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite"], path: "Tests/ExpenseTestSupport"),

@@ -35,6 +35,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// - Parameter random: uniform in `0...1`, for backoff jitter.
     public func update(for job: OutboxJob, status: Int, body: [UInt8], retryAfter: String?, now: Int64,
                        random: () -> Double) -> JobUpdate {
+        if (200..<300).contains(status) {
+            return .applied(try? JSONDecoder().decode(CanonicalExpense.self, from: Data(body)))
+        }
         let serverError = ServerError(body: body)
         let outcome = Outcome.classify(status: status, errorCode: serverError.code)
         let message = serverError.summary(status: status)

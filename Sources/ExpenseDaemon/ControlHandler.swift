@@ -26,9 +26,11 @@ final class ControlHandler: Sendable {
     private func wakeDrainer() { drainer?.trigger() }
 
     /// Handles requests until the server's stream ends, each in its own
-    /// child task (at most one per connection is in flight).
+    /// child task (at most one per connection is in flight). A discarding
+    /// group frees each child as it ends; a plain one would keep every
+    /// finished request until the group is drained.
     func run() async {
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             for await incoming in server.requests {
                 group.addTask { [self] in
                     let (response, action) = await answer(incoming)

@@ -79,8 +79,7 @@ extension Drainer {
             return .unreachable
         case .success(let response):
             noteContact()
-            let outcome = Outcome.classify(status: response.status, errorCode: ServerError(body: response.body).code)
-            if outcome == .auth {
+            if response.status == 401 || response.status == 403 {
                 _ = try? await store.complete(job, .requeue, now: now)
                 let first = state.withLock { state -> Bool in
                     defer { state.paused = true; state.lastErrorClass = "auth"; state.stats.recordFailure("auth") }

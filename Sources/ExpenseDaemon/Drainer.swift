@@ -153,39 +153,39 @@ final class Drainer: Sendable {
     enum Stop: Equatable { case unreachable, credentials }
 
     /// Keeps `concurrency` requests in flight, claiming jobs in small
-    /// batches; jobs claimed but not sent when the pass stops go back.
+    /// batches. Each child sends its job and records the answer, so the
+    /// commits of several answers share one group commit and a new request
+    /// starts as soon as one ends. Jobs claimed but not sent when the pass
+    /// stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
         var exhausted = false
-        await withTaskGroup(of: (OutboxJob, Result<HTTPResponse, TransportError>?).self) { group in
+        await withTaskGroup(of: Stop?.self) { group in
             var inFlight = 0
             func startMore() async {
                 while inFlight < width && stop == nil {
                     if claimed.isEmpty && !exhausted {
                         do {
-                            claimed = try await store.claim(limit: width * 2, now: Clock.wallMilliseconds)
+                            claimed = try await store.claim(limit: width * 4, now: Clock.wallMilliseconds)
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
                             claimed = []
                         }
-                        if claimed.isEmpty { exhausted = true }
-                        if !claimed.isEmpty { publisher.markChanged() }
+                        if claimed.isEmpty { exhausted = true } else { publisher.markChanged() }
                     }
                     guard !claimed.isEmpty else { return }
                     let job = claimed.removeFirst()
-                    group.addTask { [self] in (job, await send(job)) }
+                    group.addTask { [self] in await handle(job, await send(job)) }
                     inFlight += 1
                 }
             }
             await startMore()
-            while let (job, result) = await group.next() {
+            while let reason = await group.next() {
                 inFlight -= 1
                 markProgress()
-                if let reason = await handle(job, result), stop == nil {
-                    stop = reason
-                }
+                if let reason, stop == nil { stop = reason }
                 // New jobs may have arrived meanwhile: look again before giving up.
                 if inFlight == 0 && claimed.isEmpty { exhausted = false }
                 await startMore()
