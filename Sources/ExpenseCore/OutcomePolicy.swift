@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// What to do with a job after one response (or none), per contract.md's
 /// classification table. Pure: the drainer applies it to the store.
 public enum JobUpdate: Sendable, Equatable {
@@ -36,14 +34,14 @@ public struct RetryPolicy: Sendable, Equatable {
     public func update(for job: OutboxJob, status: Int, body: [UInt8], retryAfter: String?, now: Int64,
                        random: () -> Double) -> JobUpdate {
         if (200..<300).contains(status) {
-            return .applied(try? JSONDecoder().decode(CanonicalExpense.self, from: Data(body)))
+            return .applied((try? JSONValue.parse(body)).flatMap(CanonicalExpense.init(json:)))
         }
         let serverError = ServerError(body: body)
         let outcome = Outcome.classify(status: status, errorCode: serverError.code)
         let message = serverError.summary(status: status)
         switch outcome {
         case .applied:
-            return .applied(try? JSONDecoder().decode(CanonicalExpense.self, from: Data(body)))
+            return .applied(nil)
         case .transport, .auth:
             return .requeue
         case .inProgress:

@@ -21,7 +21,9 @@ public enum Daemon {
     }
 
     public static func main(arguments: [String]) async -> Int32 {
-        // Signals first, before any thread exists, so none is lost.
+        // Signals first, before any thread exists, so none is lost. A
+        // parent may have left them blocked (the mask survives exec).
+        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt, Signals.hangUp])
         let signals: Signals
         do {
             signals = try Signals(trapping: [Signals.terminate, Signals.interrupt, Signals.hangUp])
