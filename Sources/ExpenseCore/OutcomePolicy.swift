@@ -60,6 +60,17 @@ public struct RetryPolicy: Sendable, Equatable {
                           error: message, errorClass: outcome.className)
         case .rejected:
             if job.kind == .receipt && status == 410 { return .dropReceipt }
+            if job.kind == .receipt && status == 404 {
+                // The server does not have the expense (yet): the upload waits
+                // for it like a transient failure, within that budget.
+                let transient = job.transientAttempts + 1
+                if transient >= maxTransientAttempts {
+                    return .needsAttention(attempts: job.attempts, transientAttempts: transient, error: message, errorClass: "waiting")
+                }
+                let delay = backoff.delay(attempt: transient, retryAfterMilliseconds: nil, random: random)
+                return .retry(nextAttemptAt: now + delay, attempts: job.attempts, transientAttempts: transient,
+                              error: message, errorClass: "waiting")
+            }
             if job.kind == .delete && status == 410 { return .applied(nil) }
             if job.kind == .edit && status == 410 {
                 // Deleted on the server: retrying cannot help; the user decides.
