@@ -115,6 +115,7 @@ public enum Daemon {
         server.start()
         let summary = try await publisher.current()
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
+        FaultPoints.hit("before-ready")
         ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
         logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
 

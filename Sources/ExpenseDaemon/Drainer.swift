@@ -96,7 +96,11 @@ final class Drainer: Sendable {
             defer { state.forced = false }
             return (state.paused, state.forced)
         }
-        if tokenChanged && !paused { logger.info("Token file read; sending with the new token") }
+        if tokenChanged {
+            let (token, problem) = tokens.current()
+            if token != nil { logger.info("Token file read; sending with its token") }
+            else if let problem { logger.warning("\(problem); requests go without credentials") }
+        }
         if paused && !forced { return }
         if paused {
             state.withLock { $0.paused = false }
