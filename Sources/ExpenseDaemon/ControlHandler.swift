@@ -109,8 +109,7 @@ final class ControlHandler: Sendable {
             drainer.sync(refresh: refresh)
             return ["triggered": true, "refresh": .bool(refresh)]
         case .stats:
-            guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; nothing has been sent") }
-            return try await drainer.statistics()
+            return try await Drainer.statistics(store: store, sinceStart: drainer?.sinceStart() ?? SyncStats())
         case .edit(let ref, let fields):
             let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds)
             logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)

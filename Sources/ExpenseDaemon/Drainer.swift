@@ -254,10 +254,13 @@ final class Drainer: Sendable {
         }
     }
 
-    /// `stats`: latency and failures since start and in total.
-    func statistics() async throws -> JSONValue {
+    /// What this run has done so far.
+    func sinceStart() -> SyncStats { state.withLock { $0.stats } }
+
+    /// `stats`: latency and failures since start and in total (the totals
+    /// come from the store, so they exist even without a server).
+    static func statistics(store: Store, sinceStart: SyncStats) async throws -> JSONValue {
         let totals = try await store.totals()
-        let sinceStart = state.withLock { $0.stats }
         let appliedTotal = totals.latencyBuckets.values.reduce(0, +)
         return [
             "since_start": [
