@@ -59,10 +59,14 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     /// libcurl's `CURLcode`, or -1 when the client was shut down.
     public let code: Int32
     public let message: String
+    /// False when not one byte of the request left this machine (refused,
+    /// unresolvable, connect timeout): the server cannot have it.
+    public let requestSent: Bool
 
-    public init(code: Int32, message: String) {
+    public init(code: Int32, message: String, requestSent: Bool = true) {
         self.code = code
         self.message = message
+        self.requestSent = requestSent
     }
 
     public var description: String { message }

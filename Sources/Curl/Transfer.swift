@@ -138,7 +138,10 @@ final class Transfer {
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            complete(.failure(TransportError(code: Int32(code.rawValue), message: message)))
+            // CURLINFO_REQUEST_SIZE counts the request bytes actually sent.
+            var sent = 0
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent)
+            complete(.failure(TransportError(code: Int32(code.rawValue), message: message, requestSent: sent > 0)))
             return
         }
         var status = 0

@@ -115,3 +115,43 @@ public struct CanonicalExpense: Sendable, Equatable, Codable {
         }
     }
 }
+
+extension CanonicalExpense {
+    /// Reads the contract's shape from parsed JSON (unknown members are
+    /// ignored, absent ones take their defaults); `nil` without a
+    /// transaction id or when a member has the wrong type.
+    public init?(json: JSONValue) {
+        guard case .object(let o) = json, let transactionID = o["transaction_id"]?.stringValue else { return nil }
+        func text(_ key: String) -> String?? {
+            switch o[key] {
+            case nil, .null?: return .some(nil)
+            case .string(let s)?: return .some(s)
+            default: return nil
+            }
+        }
+        func flag(_ key: String) -> Bool? {
+            switch o[key] {
+            case nil, .null?: return false
+            case .bool(let b)?: return b
+            default: return nil
+            }
+        }
+        guard let merchant = text("merchant"), let amount = text("amount"), let currency = text("currency"),
+              let date = text("date"), let category = text("category"), let comment = text("comment"),
+              let taxTag = text("tax_tag"), let receiptURL = text("receipt_url"), let clientID = text("client_id"),
+              let createdAt = text("created_at"), let updatedAt = text("updated_at"),
+              let assigned = flag("assigned"), let deleted = flag("deleted"), let conflict = flag("conflict") else { return nil }
+        var conflicts: [String: ConflictValues] = [:]
+        if case .object(let members)? = o["conflicts"] {
+            for (name, value) in members {
+                conflicts[name] = ConflictValues(server: value["server"]?.stringValue, client: value["client"]?.stringValue)
+            }
+        }
+        let version = o["version"].flatMap(\.intValue).map(Int.init) ?? 1
+        self.init(transactionID: transactionID, clientID: clientID ?? "",
+                  fields: ExpenseFields(merchant: merchant, amount: amount, currency: currency, date: date,
+                                        category: category, comment: comment, taxTag: taxTag),
+                  receiptURL: receiptURL, assigned: assigned, version: version, createdAt: createdAt ?? "",
+                  updatedAt: updatedAt ?? "", deleted: deleted, conflict: conflict, conflicts: conflicts)
+    }
+}

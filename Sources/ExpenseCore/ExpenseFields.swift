@@ -55,6 +55,9 @@ public struct ExpenseFields: Sendable, Equatable, Codable {
         }
     }
 
+    /// The names of the fields that are set, in display order.
+    public var setNames: [String] { Self.names.filter { self[$0] != nil } }
+
     /// True when no field is set.
     public var isEmpty: Bool { Self.names.allSatisfy { self[$0] == nil } }
 

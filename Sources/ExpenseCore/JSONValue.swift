@@ -61,16 +61,12 @@ public enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
-    /// Parses one JSON text.
-    /// - Throws: ``JSONError`` saying what was wrong.
+    /// Parses one JSON text, strictly (``JSONParser``): nesting deeper than
+    /// 32 levels, duplicate member names, lone surrogates and numbers no
+    /// double can hold are errors.
+    /// - Throws: ``JSONError`` saying what was wrong and where.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONError) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch let DecodingError.dataCorrupted(context) {
-            throw JSONError(message: context.underlyingError.map { "\($0)" }.map(Self.shorten) ?? context.debugDescription)
-        } catch {
-            throw JSONError(message: "\(error)")
-        }
+        try JSONParser.parse(Array(bytes))
     }
 
     /// Compact JSON with sorted keys, so output is stable across runs.
@@ -79,10 +75,9 @@ public enum JSONValue: Sendable, Equatable, Codable {
     }
 
     public func serializedBytes() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a JSONValue cannot fail: every case maps to JSON.
-        return (try? Array(encoder.encode(self))) ?? Array("null".utf8)
+        var writer = JSONWriter()
+        writer.value(self)
+        return writer.bytes
     }
 
     /// Indented JSON with sorted keys, for people.
@@ -90,10 +85,6 @@ public enum JSONValue: Sendable, Equatable, Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
         return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "null"
-    }
-
-    private static func shorten(_ text: String) -> String {
-        String(text.prefix(200))
     }
 
     // MARK: Access
@@ -150,9 +141,10 @@ public enum JSONValue: Sendable, Equatable, Codable {
     public static func integer(_ value: Int) -> JSONValue { .integer(Int64(value)) }
 }
 
-/// Why a text is not JSON.
+/// Why a text is not JSON, and where.
 public struct JSONError: Error, Sendable, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
 

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// What to do with a job after one response (or none), per contract.md's
 /// classification table. Pure: the drainer applies it to the store.
 public enum JobUpdate: Sendable, Equatable {
@@ -35,12 +33,15 @@ public struct RetryPolicy: Sendable, Equatable {
     /// - Parameter random: uniform in `0...1`, for backoff jitter.
     public func update(for job: OutboxJob, status: Int, body: [UInt8], retryAfter: String?, now: Int64,
                        random: () -> Double) -> JobUpdate {
+        if (200..<300).contains(status) {
+            return .applied((try? JSONValue.parse(body)).flatMap(CanonicalExpense.init(json:)))
+        }
         let serverError = ServerError(body: body)
         let outcome = Outcome.classify(status: status, errorCode: serverError.code)
         let message = serverError.summary(status: status)
         switch outcome {
         case .applied:
-            return .applied(try? JSONDecoder().decode(CanonicalExpense.self, from: Data(body)))
+            return .applied(nil)
         case .transport, .auth:
             return .requeue
         case .inProgress:
@@ -59,7 +60,23 @@ public struct RetryPolicy: Sendable, Equatable {
                           error: message, errorClass: outcome.className)
         case .rejected:
             if job.kind == .receipt && status == 410 { return .dropReceipt }
+            if job.kind == .receipt && status == 404 {
+                // The server does not have the expense (yet): the upload waits
+                // for it like a transient failure, within that budget.
+                let transient = job.transientAttempts + 1
+                if transient >= maxTransientAttempts {
+                    return .needsAttention(attempts: job.attempts, transientAttempts: transient, error: message, errorClass: "waiting")
+                }
+                let delay = backoff.delay(attempt: transient, retryAfterMilliseconds: nil, random: random)
+                return .retry(nextAttemptAt: now + delay, attempts: job.attempts, transientAttempts: transient,
+                              error: message, errorClass: "waiting")
+            }
             if job.kind == .delete && status == 410 { return .applied(nil) }
+            if job.kind == .edit && status == 410 {
+                // Deleted on the server: retrying cannot help; the user decides.
+                return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
+                                       error: message, errorClass: outcome.className)
+            }
             let attempts = job.attempts + 1
             if attempts >= maxAttempts {
                 return .needsAttention(attempts: attempts, transientAttempts: job.transientAttempts, error: message, errorClass: outcome.className)

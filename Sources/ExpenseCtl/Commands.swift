@@ -57,6 +57,16 @@ let subcommands: [Subcommand] = [
                ],
                discussion: "Also resumes sending after the server refused the credentials.", run: runSync),
     Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
+    Subcommand("edit", "Change fields of an expense, synced or still pending.", arguments: [idArgument],
+               options: fieldOptions + [Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag")],
+               discussion: """
+                   Works offline: the change is queued (merged into a change not yet sent)
+                   and shown by list and show at once.
+                   """, run: runEdit),
+    Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], run: runDelete),
+    Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
+               options: [Option(name: "--take", valueName: "server|mine", help: "whose values to keep (required)")],
+               run: runResolve),
 ]
 
 func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
@@ -305,5 +315,37 @@ func runStats(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
         return text
     }
     Output.out(line("Since start", result["since_start"], approximate: false) + "\n" + line("In total", result["total"], approximate: true))
+    return .success
+}
+
+func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let changes = fields(from: invocation)
+    guard !changes.isEmpty else { throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00") }
+    do {
+        try Validation.check(changes, amountNeedsCurrency: false)
+    } catch {
+        throw ClientError(status: .dataError, message: "\(error)")
+    }
+    var set: [String: JSONValue] = [:]
+    for name in changes.setNames { set[name] = .string(changes[name]!) }
+    let result = try context.connect().call(["op": "edit", "ref": .string(invocation.positional[0]), "set": .object(set)])
+    if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): edited (\(result.text("state")))") }
+    return .success
+}
+
+func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(["op": "delete", "ref": .string(invocation.positional[0])])
+    if context.json { context.printJSON(result) } else {
+        let how = result["sent_nothing"]?.boolValue == true ? "deleted (it never reached the server; nothing is sent)" : "delete queued"
+        Output.out("\(result.text("transaction_id")): \(how)")
+    }
+    return .success
+}
+
+func runResolve(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    guard let take = invocation.value("--take") else { throw ClientError(status: .usage, message: "resolve needs --take server or --take mine") }
+    guard take == "server" || take == "mine" else { throw ClientError(status: .usage, message: "--take must be 'server' or 'mine'") }
+    let result = try context.connect().call(["op": "resolve", "ref": .string(invocation.positional[0]), "take": .string(take)])
+    if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): keeping \(take == "mine" ? "your" : "the server's") values") }
     return .success
 }

@@ -26,9 +26,11 @@ final class ControlHandler: Sendable {
     private func wakeDrainer() { drainer?.trigger() }
 
     /// Handles requests until the server's stream ends, each in its own
-    /// child task (at most one per connection is in flight).
+    /// child task (at most one per connection is in flight). A discarding
+    /// group frees each child as it ends; a plain one would keep every
+    /// finished request until the group is drained.
     func run() async {
-        await withTaskGroup(of: Void.self) { group in
+        await withDiscardingTaskGroup { group in
             for await incoming in server.requests {
                 group.addTask { [self] in
                     let (response, action) = await answer(incoming)
@@ -52,6 +54,8 @@ final class ControlHandler: Sendable {
             var failure = failure
             failure.id = id
             return (failure.json, .next)
+        } catch let error as FieldFailure {
+            return (ControlFailure(id: id, .invalidField, "\(error.field): \(error.reason)", field: error.field).json, .next)
         } catch let error as StoreError {
             return (ControlFailure(id: id, code(for: error), error.message).json, .next)
         } catch let error as ReceiptError {
@@ -105,10 +109,26 @@ final class ControlHandler: Sendable {
             drainer.sync(refresh: refresh)
             return ["triggered": true, "refresh": .bool(refresh)]
         case .stats:
-            guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; nothing has been sent") }
-            return try await drainer.statistics()
-        case .edit, .delete, .resolve:
-            throw ControlFailure(.unknownOp, "'\(incoming.request.command.name)' is not available in this version")
+            return try await Drainer.statistics(store: store, sinceStart: drainer?.sinceStart() ?? SyncStats())
+        case .edit(let ref, let fields):
+            let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds)
+            logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
+            publisher.markChanged()
+            wakeDrainer()
+            return view.detailJSON()
+        case .delete(let ref):
+            let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds)
+            logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
+                        transactionID: result.transactionID)
+            publisher.markChanged()
+            wakeDrainer()
+            return ["transaction_id": .string(result.transactionID), "sent_nothing": .bool(result.droppedLocally)]
+        case .resolve(let ref, let takeMine):
+            let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds)
+            logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
+            publisher.markChanged()
+            wakeDrainer()
+            return view.detailJSON()
         }
     }
 

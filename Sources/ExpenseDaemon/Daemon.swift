@@ -21,7 +21,9 @@ public enum Daemon {
     }
 
     public static func main(arguments: [String]) async -> Int32 {
-        // Signals first, before any thread exists, so none is lost.
+        // Signals first, before any thread exists, so none is lost. A
+        // parent may have left them blocked (the mask survives exec).
+        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt, Signals.hangUp])
         let signals: Signals
         do {
             signals = try Signals(trapping: [Signals.terminate, Signals.interrupt, Signals.hangUp])
@@ -118,6 +120,8 @@ public enum Daemon {
 
         server.start()
         let summary = try await publisher.current()
+        logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
+        FaultPoints.hit("before-ready")
         ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
         logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(spool.map { "; watching spool directory '\($0.directory.path)'" } ?? "")\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
 

@@ -1,19 +1,22 @@
 import Curl
 import ExpenseCore
-import FoundationEssentials
 import Posix
 
 extension Drainer {
     /// One page of `GET /v1/expenses?since=`.
-    struct Page: Decodable {
+    struct Page {
         let expenses: [CanonicalExpense]
         let nextCursor: String?
         let hasMore: Bool
 
-        enum CodingKeys: String, CodingKey {
-            case expenses
-            case nextCursor = "next_cursor"
-            case hasMore = "has_more"
+        /// Reads a page; nil when it is not contract.md's shape.
+        init?(body: [UInt8]) {
+            guard let value = try? JSONValue.parse(body), case .array(let items)? = value["expenses"] else { return nil }
+            let expenses = items.compactMap(CanonicalExpense.init(json:))
+            guard expenses.count == items.count else { return nil }
+            self.expenses = expenses
+            nextCursor = value["next_cursor"]?.stringValue
+            hasMore = value["has_more"]?.boolValue ?? false
         }
     }
 
@@ -59,7 +62,7 @@ extension Drainer {
                 return nil
             }
             publisher.setServerState(.ok)
-            guard let page = try? JSONDecoder().decode(Page.self, from: Data(response.body)) else {
+            guard let page = Page(body: response.body) else {
                 logger.warning("Refresh failed: the server's listing is not what contract.md describes; trying again at the next refresh")
                 state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
                 return nil

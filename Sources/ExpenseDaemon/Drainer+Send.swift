@@ -66,15 +66,20 @@ extension Drainer {
         let now = Clock.wallMilliseconds
         switch result {
         case .failure(let error):
-            _ = try? await store.complete(job, .requeue, now: now)
+            if error.requestSent {
+                _ = try? await store.complete(job, .requeue, now: now)
+            } else {
+                // Nothing left this machine: the job is as if never sent, and
+                // an edit made meanwhile may still merge into it.
+                try? await store.release([job])
+            }
             noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
                             transactionID: job.transactionID, jobUUID: job.uuid)
             publisher.markChanged()
             return .unreachable
         case .success(let response):
             noteContact()
-            let outcome = Outcome.classify(status: response.status, errorCode: ServerError(body: response.body).code)
-            if outcome == .auth {
+            if response.status == 401 || response.status == 403 {
                 _ = try? await store.complete(job, .requeue, now: now)
                 let first = state.withLock { state -> Bool in
                     defer { state.paused = true; state.lastErrorClass = "auth"; state.stats.recordFailure("auth") }

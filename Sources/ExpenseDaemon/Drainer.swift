@@ -96,7 +96,11 @@ final class Drainer: Sendable {
             defer { state.forced = false }
             return (state.paused, state.forced)
         }
-        if tokenChanged && !paused { logger.info("Token file read; sending with the new token") }
+        if tokenChanged {
+            let (token, problem) = tokens.current()
+            if token != nil { logger.info("Token file read; sending with its token") }
+            else if let problem { logger.warning("\(problem); requests go without credentials") }
+        }
         if paused && !forced { return }
         if paused {
             state.withLock { $0.paused = false }
@@ -153,39 +157,39 @@ final class Drainer: Sendable {
     enum Stop: Equatable { case unreachable, credentials }
 
     /// Keeps `concurrency` requests in flight, claiming jobs in small
-    /// batches; jobs claimed but not sent when the pass stops go back.
+    /// batches. Each child sends its job and records the answer, so the
+    /// commits of several answers share one group commit and a new request
+    /// starts as soon as one ends. Jobs claimed but not sent when the pass
+    /// stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
         var exhausted = false
-        await withTaskGroup(of: (OutboxJob, Result<HTTPResponse, TransportError>?).self) { group in
+        await withTaskGroup(of: Stop?.self) { group in
             var inFlight = 0
             func startMore() async {
                 while inFlight < width && stop == nil {
                     if claimed.isEmpty && !exhausted {
                         do {
-                            claimed = try await store.claim(limit: width * 2, now: Clock.wallMilliseconds)
+                            claimed = try await store.claim(limit: width * 4, now: Clock.wallMilliseconds)
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
                             claimed = []
                         }
-                        if claimed.isEmpty { exhausted = true }
-                        if !claimed.isEmpty { publisher.markChanged() }
+                        if claimed.isEmpty { exhausted = true } else { publisher.markChanged() }
                     }
                     guard !claimed.isEmpty else { return }
                     let job = claimed.removeFirst()
-                    group.addTask { [self] in (job, await send(job)) }
+                    group.addTask { [self] in await handle(job, await send(job)) }
                     inFlight += 1
                 }
             }
             await startMore()
-            while let (job, result) = await group.next() {
+            while let reason = await group.next() {
                 inFlight -= 1
                 markProgress()
-                if let reason = await handle(job, result), stop == nil {
-                    stop = reason
-                }
+                if let reason, stop == nil { stop = reason }
                 // New jobs may have arrived meanwhile: look again before giving up.
                 if inFlight == 0 && claimed.isEmpty { exhausted = false }
                 await startMore()
@@ -250,10 +254,13 @@ final class Drainer: Sendable {
         }
     }
 
-    /// `stats`: latency and failures since start and in total.
-    func statistics() async throws -> JSONValue {
+    /// What this run has done so far.
+    func sinceStart() -> SyncStats { state.withLock { $0.stats } }
+
+    /// `stats`: latency and failures since start and in total (the totals
+    /// come from the store, so they exist even without a server).
+    static func statistics(store: Store, sinceStart: SyncStats) async throws -> JSONValue {
         let totals = try await store.totals()
-        let sinceStart = state.withLock { $0.stats }
         let appliedTotal = totals.latencyBuckets.values.reduce(0, +)
         return [
             "since_start": [

@@ -7,10 +7,24 @@ import Synchronization
 /// Named places where a test can make the daemon crash (`SIGKILL` to
 /// itself) or hang, to prove every crash window converges. Inert unless
 /// `EXPENSED_FAULT` is set, e.g. `EXPENSED_FAULT=after-receipt-staged`,
-/// `EXPENSED_FAULT=before-send:kill@3` (on the third hit) or
-/// `EXPENSED_FAULT=store-probe:hang`. docs/testing.md lists the points.
+/// `EXPENSED_FAULT=before-send:kill@3` (on the third hit),
+/// `EXPENSED_FAULT=store-probe:hang`, or `EXPENSED_FAULT=before-ready:sleep=3000`
+/// (pause 3 s). docs/testing.md lists the points.
 public enum FaultPoints {
-    enum Action: String { case kill, hang }
+    enum Action: Equatable {
+        case kill, hang
+        case sleep(milliseconds: UInt32)
+
+        init?(_ text: Substring) {
+            switch text {
+            case "kill": self = .kill
+            case "hang": self = .hang
+            default:
+                guard text.hasPrefix("sleep="), let ms = UInt32(text.dropFirst(6)) else { return nil }
+                self = .sleep(milliseconds: ms)
+            }
+        }
+    }
     struct Armed {
         let action: Action
         let onHit: Int
@@ -30,7 +44,7 @@ public enum FaultPoints {
             }
             var action = Action.kill
             if let colon = name.firstIndex(of: ":") {
-                action = Action(rawValue: String(name[name.index(after: colon)...])) ?? .kill
+                action = Action(name[name.index(after: colon)...]) ?? .kill
                 name = name[..<colon]
             }
             result[String(name)] = Armed(action: action, onHit: onHit)
@@ -57,6 +71,10 @@ public enum FaultPoints {
             let line = Array("<3>fault point \(point): hanging this thread\n".utf8)
             line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
             while true { pause() }
+        case .sleep(let milliseconds):
+            let line = Array("<4>fault point \(point): pausing \(milliseconds) ms\n".utf8)
+            line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+            usleep(milliseconds * 1000)
         }
     }
 }

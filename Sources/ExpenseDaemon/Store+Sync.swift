@@ -31,7 +31,9 @@ extension Store {
     /// commit. New jobs and retried ones take turns (Postfix's incoming and
     /// deferred queues), so a backlog of failing jobs never starves new ones.
     public func claim(limit: Int, now: Int64) async throws -> [OutboxJob] {
-        try await database.write { db in
+        // Deferred: after a power loss a job marked sending may be back to
+        // queued, which start-up does anyway.
+        try await database.write(durability: .deferred) { db in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)
@@ -57,7 +59,7 @@ extension Store {
     /// Returns claimed jobs that were never handed to the network.
     public func release(_ jobs: [OutboxJob]) async throws {
         guard !jobs.isEmpty else { return }
-        try await database.write { db in
+        try await database.write(durability: .deferred) { db in
             for job in jobs {
                 try db.execute("UPDATE jobs SET state = 'queued', sends = max(sends - 1, 0) WHERE seq = ? AND state = 'sending'", [.integer(job.seq)])
             }
@@ -68,8 +70,17 @@ extension Store {
     /// an applied job, the returned expense is upserted into the cache and
     /// the job removed together.
     /// - Returns: the receipt file the caller may now delete, if any.
+    ///
+    /// Durable only when a receipt file is deleted after it (the job must
+    /// never come back without its file). Otherwise deferred: losing it to a
+    /// power cut means sending the job once more, which the server replays.
     public func complete(_ job: OutboxJob, _ update: JobUpdate, now: Int64) async throws -> String? {
-        try await database.write { db in
+        let removesFile: Bool
+        switch update {
+        case .applied, .dropReceipt: removesFile = job.receiptFile != nil
+        default: removesFile = false
+        }
+        return try await database.write(durability: removesFile ? .durable : .deferred) { db in
             switch update {
             case .applied(let expense):
                 if let expense { try Store.upsert(db, expense, now: now) }
@@ -103,7 +114,7 @@ extension Store {
 
     /// Marks a job that cannot be sent at all (its receipt file is gone).
     public func markNeedsAttention(_ job: OutboxJob, error: String) async throws {
-        try await database.write { db in
+        try await database.write(durability: .deferred) { db in
             try db.execute("""
                 UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE seq = ?
                 """, [.text(error), .integer(job.seq)])
@@ -119,7 +130,7 @@ extension Store {
 
     /// Counts transport failures, which touch no job.
     public func countTransportFailure() async throws {
-        try await database.write { db in try Store.countFailure(db, "transport") }
+        try await database.write(durability: .deferred) { db in try Store.countFailure(db, "transport") }
     }
 
     /// Adds an enqueue-to-applied latency to the persistent histogram:
@@ -170,8 +181,20 @@ extension Store {
     /// Stores one page of a refresh and the cursor after it, together.
     /// - Returns: transaction ids of tombstones that arrived.
     public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64) async throws -> [String] {
-        try await database.write { db in
-            for expense in expenses { try Store.upsert(db, expense, now: now) }
+        // Deferred: a lost page is fetched again from the older cursor.
+        try await database.write(durability: .deferred) { db in
+            for expense in expenses {
+                try Store.upsert(db, expense, now: now)
+                if expense.deleted {
+                    // Deleted elsewhere: a change still waiting here cannot apply.
+                    // Say so instead of dropping the user's edit silently.
+                    try db.execute("""
+                        UPDATE jobs SET state = 'needs_attention', last_error_class = 'conflict',
+                            last_error = 'the expense was deleted on another device; this edit was not applied'
+                        WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
+                        """, [.text(expense.transactionID)])
+                }
+            }
             if let cursor {
                 try db.execute("INSERT INTO settings (key, value) VALUES ('refresh_cursor', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(cursor)])
             }

@@ -9,7 +9,7 @@ import Synchronization
 final class TokenSource: Sendable {
     /// The file, or nil when none is configured (requests then go without a token).
     let path: String?
-    private let state = Mutex<(token: String?, stamp: Stamp?, problem: String?)>((nil, nil, nil))
+    private let state = Mutex<(token: String?, stamp: Stamp?, problem: String?, loaded: Bool)>((nil, nil, nil, false))
 
     /// What identifies a version of the file.
     struct Stamp: Equatable {
@@ -41,8 +41,9 @@ final class TokenSource: Sendable {
         guard let path else { return false }
         let status = try? FileSystem.status(path)
         let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds) }
-        let previous = state.withLock { $0.stamp }
-        if stamp == previous && previous != nil { return false }
+        // Unchanged (or still unreadable the same way): nothing to do.
+        let (previous, loaded) = state.withLock { ($0.stamp, $0.loaded) }
+        if loaded && stamp == previous { return false }
         var token: String?
         var problem: String?
         do {
@@ -62,7 +63,7 @@ final class TokenSource: Sendable {
         } catch {
             problem = "cannot read token file '\(path)'"
         }
-        state.withLock { $0 = (token, stamp, problem) }
+        state.withLock { $0 = (token, stamp, problem, true) }
         return true
     }
 

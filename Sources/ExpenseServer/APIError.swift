@@ -1,3 +1,4 @@
+import ExpenseCore
 import HTTPD
 
 /// An error answer (contract.md, "General"): a status, a snake_case code,

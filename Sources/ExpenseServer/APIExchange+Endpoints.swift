@@ -103,7 +103,9 @@ extension APIExchange {
         guard let kind = ReceiptKind(contentType: mediaType) else {
             throw .unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
         }
-        guard let length = head.contentLength else { throw .lengthRequired }
+        // A chunked body's size is unknown until it has arrived; the limit
+        // must be enforceable from the headers.
+        guard let length = head.contentLength, head.value(of: "Transfer-Encoding") == nil else { throw .lengthRequired }
         let limit = service.configuration.receiptMaxBytes
         guard length <= limit else { throw .payloadTooLarge(limit: limit, what: "the receipt") }
         let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
@@ -122,7 +124,7 @@ extension APIExchange {
             throw .storageUnavailable
         }
         try claim(user: user, key: key)
-        let upload = ReceiptUpload(kind: kind, claimedDigest: digest, files: service.store.receipts)
+        let upload = ReceiptUpload(kind: kind, claimedDigest: digest, announcedLength: length, files: service.store.receipts)
         receiver = .receipt(upload)
         completion = { [unowned self] in
             let receipt = try upload.finish(transactionID: transactionID)

@@ -75,7 +75,10 @@ final class APIExchange: HTTPExchange {
                 return false
             }
         case .receipt(let upload):
-            upload.receive(bytes)
+            if !upload.receive(bytes) {
+                note = "closed=body-too-large"
+                return false
+            }
         case nil:
             // A body nobody asked for (a DELETE with one, say) is ignored,
             // up to the JSON limit.

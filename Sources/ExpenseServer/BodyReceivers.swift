@@ -31,6 +31,8 @@ final class JSONReceiver {
 final class ReceiptUpload {
     let kind: ReceiptKind
     let claimedDigest: [UInt8]
+    /// `Content-Length`, already checked against the limit.
+    let announcedLength: Int64
     private let files: ReceiptFiles
     private var hasher: SHA256? = SHA256()
     /// Leading bytes held until there are enough to check the magic number.
@@ -42,25 +44,32 @@ final class ReceiptUpload {
     /// Set once the upload cannot succeed; the rest of the body is discarded.
     private(set) var failure: Error?
 
-    init(kind: ReceiptKind, claimedDigest: [UInt8], files: ReceiptFiles) {
+    init(kind: ReceiptKind, claimedDigest: [UInt8], announcedLength: Int64, files: ReceiptFiles) {
         self.kind = kind
         self.claimedDigest = claimedDigest
+        self.announcedLength = announcedLength
         self.files = files
     }
 
     deinit { discard() }
 
-    func receive(_ chunk: UnsafeRawBufferPointer) {
+    /// - Returns: false when more arrives than `Content-Length` announced
+    ///   (the HTTP layer prevents it; this is the last line of defence).
+    func receive(_ chunk: UnsafeRawBufferPointer) -> Bool {
         received += Int64(chunk.count)
-        guard failure == nil else { return }
+        guard received <= announcedLength else {
+            discard()
+            return false
+        }
+        guard failure == nil else { return true }
         hasher?.update(chunk)
         if isVerified {
             write(chunk)
-            return
+            return true
         }
         leading.append(contentsOf: chunk)
-        guard leading.count >= ReceiptKind.magicLength else { return }
-        verifyAndWriteLeading()
+        if leading.count >= ReceiptKind.magicLength { verifyAndWriteLeading() }
+        return true
     }
 
     /// The body is complete: checks what is left to check and makes the

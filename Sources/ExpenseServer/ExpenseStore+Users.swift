@@ -41,10 +41,14 @@ extension ExpenseStore {
         }
     }
 
-    /// The user a bearer token belongs to.
+    /// The user a bearer token belongs to (``TokenCache`` spares the
+    /// database for tokens seen in the last minute).
     func user(forToken token: String) throws -> Int64? {
         let hash = SHA256.hexDigest(token)
-        return try read { db in try db.scalarInt("SELECT id FROM users WHERE token_hash = ?", [.text(hash)]) }
+        if let user = tokens.user(forHash: hash) { return user }
+        let user = try read { db in try db.scalarInt("SELECT id FROM users WHERE token_hash = ?", [.text(hash)]) }
+        if let user { tokens.remember(hash: hash, user: user) }
+        return user
     }
 
     static func isValidUserName(_ name: String) -> Bool {

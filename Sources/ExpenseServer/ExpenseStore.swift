@@ -13,6 +13,7 @@ final class ExpenseStore: Sendable {
     let receipts: ReceiptFiles
     private let writer: DatabaseQueue
     private let readers: ReaderPool
+    let tokens = TokenCache()
 
     /// Opens (creating if needed) the store in `directory`.
     /// - Throws: ``SystemCallError`` for the directories, ``SQLiteError`` or

@@ -30,7 +30,13 @@ struct ReceiptFiles: Sendable {
         try file.sync()
         let name = "\(transactionID)-\(Hex.encode(SecureRandom.bytes(8))).\(kind.fileExtension)"
         try FileSystem.rename(temporaryPath, to: "\(directory)/\(name)")
-        try FileSystem.syncDirectory(directory)
+        do {
+            try FileSystem.syncDirectory(directory)
+        } catch {
+            // Not durable, so not usable: no row will point at it.
+            try? remove(name)
+            throw error
+        }
         return name
     }
 

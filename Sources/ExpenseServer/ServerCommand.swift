@@ -110,10 +110,13 @@ public enum ServerCommand {
         let passed = ServiceManager.listenDescriptors()
         guard let first = passed.first else { return try TCPSocket.listen(configuration.listen) }
         if passed.count > 1 { log.log(.warning, "systemd passed \(passed.count) sockets; serving the first, ignoring the rest") }
-        guard TCPSocket.isListeningStream(first) else {
-            throw SystemCallError(call: "sd_listen_fds", errno: 88 /* ENOTSOCK */, subject: "the socket systemd passed is not a listening TCP socket")
-        }
+        guard TCPSocket.isListeningStream(first) else { throw ActivationError() }
         return first
+    }
+
+    /// The service manager passed something other than a listening TCP socket.
+    struct ActivationError: Error, CustomStringConvertible {
+        var description: String { "the socket passed by the service manager (LISTEN_FDS) is not a listening TCP socket" }
     }
 
     /// Forgets expired idempotency records and removes receipt files a

@@ -9,7 +9,19 @@ import Synchronization
 /// are gathered and committed together, each inside its own savepoint, so
 /// one failing write undoes only itself. Every caller resumes only after
 /// the commit that holds its write returned.
+///
+/// The database must be in WAL mode. A ``Durability/durable`` write returns
+/// once its commit is on stable storage (`synchronous=FULL`: the WAL is
+/// fsynced). A ``Durability/deferred`` write is atomic, ordered, and
+/// survives the process being killed, but not a power loss (it commits
+/// with `synchronous=NORMAL`: the WAL is fsynced at the next durable commit
+/// or checkpoint). A group with any durable write commits durably.
 public final class DatabaseQueue: Sendable {
+    public enum Durability: Sendable {
+        case durable
+        case deferred
+    }
+
     private let queue: DispatchQueue
     private let box: ConnectionBox
     private let pending = Mutex(PendingWrites())
@@ -19,6 +31,7 @@ public final class DatabaseQueue: Sendable {
         let connection = try Connection(path: path)
         try prepare(connection)
         box = ConnectionBox(connection)
+        box.synchronousFull = (try connection.scalarInt("PRAGMA synchronous") ?? 2) >= 2
         queue = DispatchQueue(label: label)
     }
 
@@ -33,9 +46,9 @@ public final class DatabaseQueue: Sendable {
 
     /// Runs `body` inside a transaction shared with other concurrent writes;
     /// returns once that transaction has committed.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+    public func write<T: Sendable>(durability: Durability = .durable, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            enqueue(Self.item(body) { continuation.resume(with: $0) })
+            enqueue(Self.item(durability, body) { continuation.resume(with: $0) })
         }
     }
 
@@ -49,10 +62,10 @@ public final class DatabaseQueue: Sendable {
     /// that holds the write returned: for callers on threads of their own
     /// (an HTTP server's connection threads), never from async code. The
     /// write joins the same group commit as every other.
-    public func writeAndWait<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) throws -> T {
+    public func writeAndWait<T: Sendable>(durability: Durability = .durable, _ body: @escaping @Sendable (Connection) throws -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<T, Error>?>(nil)
-        enqueue(Self.item(body) { result in
+        enqueue(Self.item(durability, body) { result in
             outcome.withLock { $0 = result }
             done.signal()
         })
@@ -63,9 +76,9 @@ public final class DatabaseQueue: Sendable {
 
     /// A write for the next group commit: `body` runs in its own savepoint;
     /// `complete` gets its value once the commit succeeded, or the error.
-    private static func item<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T,
+    private static func item<T: Sendable>(_ durability: Durability, _ body: @escaping @Sendable (Connection) throws -> T,
                                           complete: @escaping @Sendable (Result<T, Error>) -> Void) -> WriteItem {
-        WriteItem(run: { connection in
+        WriteItem(durable: durability == .durable, run: { connection in
             do {
                 let value = try connection.savepoint { try body(connection) }
                 return { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) }
@@ -99,6 +112,11 @@ public final class DatabaseQueue: Sendable {
         guard !items.isEmpty else { return }
         let connection = box.connection
         do {
+            let durable = items.contains { $0.durable }
+            if durable != box.synchronousFull {
+                try connection.execute(durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", [])
+                box.synchronousFull = durable
+            }
             try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
             for item in items { item.fail(error) }
@@ -124,6 +142,8 @@ private struct PendingWrites: ~Copyable {
 /// A write waiting for the next group commit. `run` executes it in a
 /// savepoint and returns what to do once the commit's outcome is known.
 private struct WriteItem: Sendable {
+    /// Whether the caller needs the commit on stable storage before it resumes.
+    let durable: Bool
     let run: @Sendable (Connection) -> @Sendable (Error?) -> Void
     /// Resumes the caller with `error` without running the write.
     let fail: @Sendable (Error) -> Void
@@ -132,5 +152,7 @@ private struct WriteItem: Sendable {
 /// The connection, touched only on the queue's thread.
 private final class ConnectionBox: @unchecked Sendable {
     let connection: Connection
+    /// Whether the connection's `synchronous` setting is FULL (or EXTRA).
+    var synchronousFull = true
     init(_ connection: Connection) { self.connection = connection }
 }

@@ -70,7 +70,7 @@ import Testing
         let sync = try SyncHarness()
         let id = ClientID.make()
         try Self.crash(sync, at: "before-send") { sync in _ = try Self.addWithReceipt(sync.daemon, clientID: id) }
-        let db = try Connection(path: "\(sync.daemon.stateDirectory)/expensed.db", readOnly: true)
+        let db = try Connection(path: "\(sync.daemon.stateDirectory)/expensed.db")
         #expect(try db.scalarInt("SELECT count(*) FROM jobs WHERE state = 'sending'") == 1)
         #expect(try sync.serverExpenses().isEmpty)
         try Self.converge(sync, TransactionID.derive(from: id), receiptBytes: Self.receipt)

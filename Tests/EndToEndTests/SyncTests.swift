@@ -57,16 +57,14 @@ import Testing
         defer { sync.daemon.stop() }
         let count = 1000
         var digests: [String: [UInt8]] = [:]
+        let contents = (0..<count).map { SampleReceipt.jpeg(size: 1000 + $0 * 7, seed: UInt8($0 % 251)) }
         let files = (0..<count).map { n -> String in
             let path = sync.daemon.directory.at("receipt-\(n).jpg")
-            let bytes = SampleReceipt.jpeg(size: 1000 + n * 7, seed: UInt8(n % 251))
-            SampleReceipt.write(bytes, to: path)
+            SampleReceipt.write(contents[n], to: path)
             return path
         }
         let ids = try Self.add(count, to: sync.daemon) { files[$0] }
-        for (n, id) in ids.enumerated() {
-            digests[id] = SHA256.hash(FileManager.default.contents(atPath: files[n]).map(Array.init) ?? [])
-        }
+        for (n, id) in ids.enumerated() { digests[id] = SHA256.hash(contents[n]) }
         try sync.waitUntilDrained(timeout: 240)
 
         let server = try sync.serverExpenses()

@@ -205,6 +205,15 @@ import Testing
         let response = try connection.readResponse(method: "PUT")
         #expect(response.status == 411)
         #expect(response.errorCode == "length_required")
+        // A Content-Length beside Transfer-Encoding does not count: the
+        // size would still be unknown until the end.
+        let both = try server.connect()
+        try both.send(HTTPConnection.encode("PUT", "/v1/expenses/\(id)/receipt", headers: [
+            ("Authorization", "Bearer \(server.token)"), ("Content-Type", "image/png"), ("Idempotency-Key", TestServer.key()),
+            ("Repr-Digest", TestServer.digest(of: TestServer.png())), ("Content-Length", "16"), ("Transfer-Encoding", "chunked"),
+        ]))
+        #expect(try both.readResponse(method: "PUT").status == 411)
+        #expect(server.files(in: "tmp").isEmpty)
     }
 
     @Test func uploadCutShort_leavesNoFileAndNoChange() throws {

@@ -50,6 +50,16 @@ import Testing
         _ = directory
     }
 
+    @Test func tokenCache_keepsHitsForItsLifetimeOnly() {
+        let cache = TokenCache(lifetimeSeconds: 60)
+        #expect(cache.user(forHash: "h") == nil)
+        cache.remember(hash: "h", user: 7)
+        #expect(cache.user(forHash: "h") == 7)
+        let expired = TokenCache(lifetimeSeconds: 0)
+        expired.remember(hash: "h", user: 7)
+        #expect(expired.user(forHash: "h") == nil)
+    }
+
     @Test func sweep_removesOnlyOldUnreferencedFilesOfOurs() throws {
         let directory = TemporaryDirectory()
         let files = try ReceiptFiles(dataDirectory: directory.path)

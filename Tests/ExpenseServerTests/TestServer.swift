@@ -77,7 +77,7 @@ final class TestServer: @unchecked Sendable {
     }
 
     static func scalar(_ sql: String, dataDirectory: String) throws -> Int64? {
-        let db = try Connection(path: "\(dataDirectory)/expense-server.db", readOnly: true)
+        let db = try Connection(path: "\(dataDirectory)/expense-server.db")
         db.setBusyTimeout(milliseconds: 5000)
         return try db.scalarInt(sql)
     }

@@ -116,11 +116,10 @@ public final class RawClient: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard rc == 0 else {
-            // No close here: every stored property is set, so deinit runs
-            // when this throws and closes fd. Closing it twice would close
-            // whatever another thread had opened under that number meanwhile.
-            let code = errno
-            throw TestFailure("connect \(path): \(String(cString: strerror(code)))")
+            // deinit closes fd (the object is fully initialized, so it runs
+            // even though init throws); closing it here too would close
+            // whatever descriptor took its number in between.
+            throw TestFailure("connect \(path): \(String(cString: strerror(errno)))")
         }
         var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))

@@ -69,8 +69,9 @@ public final class HTTPConnection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         if rc != 0 {
-            // No close here: deinit runs when an initializer that has set
-            // every property throws, and closes the descriptor once.
+            // deinit closes the descriptor: the object is fully initialized
+            // here, so it runs even though init throws. Closing it here as
+            // well would close whatever took the number in between.
             throw HTTPConnectionError.system("connect", errno)
         }
     }

@@ -50,13 +50,13 @@ public final class SyncHarness: @unchecked Sendable {
 
     /// Rows in the server's expense table (read straight from its database).
     public func serverExpenses() throws -> [(transactionID: String, deleted: Bool)] {
-        let db = try Connection(path: "\(serverData)/expense-server.db", readOnly: true)
+        let db = try Connection(path: "\(serverData)/expense-server.db")
         return try db.query("SELECT transaction_id, deleted FROM expenses ORDER BY id") { ($0.string(0), $0.bool(1)) }
     }
 
     /// Rows in the daemon's cache and its outbox (read from its database).
     public func daemonRows() throws -> (cache: [String], jobs: Int) {
-        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
         let cache = try db.query("SELECT transaction_id FROM expenses ORDER BY transaction_id") { $0.string(0) }
         let jobs = Int(try db.scalarInt("SELECT count(*) FROM jobs") ?? 0)
         return (cache, jobs)

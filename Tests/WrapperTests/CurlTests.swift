@@ -63,6 +63,7 @@ import Testing
             return
         }
         #expect(error.code == 7, "\(error)")
+        #expect(!error.requestSent, "a refused connection sent nothing")
     }
 
     @Test func hungServer_timesOutWithinTheTotalTimeout() async throws {
@@ -84,10 +85,11 @@ import Testing
         let client = HTTPClient()
         defer { client.shutdown() }
         let result = await client.send(HTTPRequest(method: "POST", url: server.baseURL + "/x", body: .bytes([1, 2, 3])))
-        guard case .failure = result else {
+        guard case .failure(let error) = result else {
             Issue.record("expected a transport error")
             return
         }
+        #expect(error.requestSent, "the request went out; the server may have acted on it")
     }
 
     @Test func concurrentRequests_allComplete() async throws {

@@ -1,52 +1,50 @@
-import ExpenseCore
-
 /// Writes compact JSON straight into bytes: the server's responses and the
 /// canonical form of request bodies (sorted keys, no spaces) that
 /// idempotency fingerprints hash.
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
     /// Whether the next value in the current container needs a comma first.
     private var needsComma = false
 
-    init() { bytes.reserveCapacity(512) }
+    public init() { bytes.reserveCapacity(512) }
 
-    mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
-    mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
-    mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+    public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
+    public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
 
-    mutating func key(_ name: String) {
+    public mutating func key(_ name: String) {
         separate()
         appendQuoted(name)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    mutating func string(_ value: String?) {
+    public mutating func string(_ value: String?) {
         separate()
         if let value { appendQuoted(value) } else { bytes.append(contentsOf: "null".utf8) }
         needsComma = true
     }
 
-    mutating func integer(_ value: Int64) {
+    public mutating func integer(_ value: Int64) {
         separate()
         bytes.append(contentsOf: String(value).utf8)
         needsComma = true
     }
 
-    mutating func bool(_ value: Bool) {
+    public mutating func bool(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
         needsComma = true
     }
 
-    mutating func member(_ name: String, _ value: String?) { key(name); string(value) }
-    mutating func member(_ name: String, _ value: Int) { key(name); integer(Int64(value)) }
-    mutating func member(_ name: String, _ value: Bool) { key(name); bool(value) }
+    public mutating func member(_ name: String, _ value: String?) { key(name); string(value) }
+    public mutating func member(_ name: String, _ value: Int) { key(name); integer(Int64(value)) }
+    public mutating func member(_ name: String, _ value: Bool) { key(name); bool(value) }
 
     /// Any JSON value, objects with their keys sorted (byte order), so equal
     /// values always give equal bytes.
-    mutating func value(_ value: JSONValue) {
+    public mutating func value(_ value: JSONValue) {
         switch value {
         case .null: string(nil)
         case .bool(let b): bool(b)
@@ -98,7 +96,7 @@ struct JSONWriter {
 
 extension CanonicalExpense {
     /// Writes the expense in the contract's shape, every field present.
-    func write(to writer: inout JSONWriter) {
+    public func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.member("transaction_id", transactionID)
         writer.member("client_id", clientID)
@@ -121,7 +119,7 @@ extension CanonicalExpense {
         writer.endObject()
     }
 
-    var jsonBytes: [UInt8] {
+    public var jsonBytes: [UInt8] {
         var writer = JSONWriter()
         write(to: &writer)
         return writer.bytes
@@ -129,7 +127,7 @@ extension CanonicalExpense {
 }
 
 /// `{"currency": {"server": "EUR", "client": "USD"}}`, keys sorted.
-func writeConflicts(_ conflicts: [String: ConflictValues], to writer: inout JSONWriter) {
+public func writeConflicts(_ conflicts: [String: ConflictValues], to writer: inout JSONWriter) {
     writer.beginObject()
     for name in conflicts.keys.sorted() {
         let values = conflicts[name]!

@@ -1,20 +1,19 @@
-import ExpenseCore
-
-/// A strict JSON parser (RFC 8259) for request bodies, into ``JSONValue``.
+/// A strict JSON parser (RFC 8259) into ``JSONValue``: request bodies on
+/// the server, control lines and responses in the daemon.
 ///
 /// Stricter than the standard decoder where ambiguity could hurt: a
 /// duplicate member name, a lone surrogate escape, or a number no double
 /// can hold is an error, and nesting is limited. It also costs a fraction
 /// of a decoder's time on every create.
-struct JSONParser {
+public struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
     private let maximumDepth: Int
 
     /// Parses `bytes` as exactly one JSON value (whitespace around it allowed).
-    /// - Throws: ``JSONSyntaxError`` naming the problem and its byte offset.
-    static func parse(_ bytes: [UInt8], maximumDepth: Int = 32) throws(JSONSyntaxError) -> JSONValue {
+    /// - Throws: ``JSONError`` naming the problem and its byte offset.
+    public static func parse(_ bytes: [UInt8], maximumDepth: Int = 32) throws(JSONError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
         parser.skipWhitespace()
         let value = try parser.parseValue()
@@ -28,8 +27,8 @@ struct JSONParser {
         self.maximumDepth = maximumDepth
     }
 
-    private func error(_ message: String) -> JSONSyntaxError {
-        JSONSyntaxError(message: "\(message) at byte \(index)")
+    private func error(_ message: String) -> JSONError {
+        JSONError(message: "\(message) at byte \(index)")
     }
 
     private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
@@ -38,7 +37,7 @@ struct JSONParser {
         while let b = current, b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D { index += 1 }
     }
 
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+    private mutating func parseValue() throws(JSONError) -> JSONValue {
         guard let b = current else { throw error("unexpected end of input") }
         switch b {
         case UInt8(ascii: "{"): return try parseObject()
@@ -52,7 +51,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw error("unexpected end of input") }
         let matches = literal.withUTF8Buffer { expected in
@@ -62,12 +61,12 @@ struct JSONParser {
         index += count
     }
 
-    private mutating func enter() throws(JSONSyntaxError) {
+    private mutating func enter() throws(JSONError) {
         depth += 1
         guard depth <= maximumDepth else { throw error("nesting deeper than \(maximumDepth) levels") }
     }
 
-    private mutating func parseObject() throws(JSONSyntaxError) -> JSONValue {
+    private mutating func parseObject() throws(JSONError) -> JSONValue {
         try enter()
         index += 1
         var members: [String: JSONValue] = [:]
@@ -101,7 +100,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseArray() throws(JSONSyntaxError) -> JSONValue {
+    private mutating func parseArray() throws(JSONError) -> JSONValue {
         try enter()
         index += 1
         var items: [JSONValue] = []
@@ -126,7 +125,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseString() throws(JSONSyntaxError) -> String {
+    private mutating func parseString() throws(JSONError) -> String {
         index += 1
         let start = index
         // The common case: no escapes, so the bytes are the string.
@@ -184,12 +183,12 @@ struct JSONParser {
         throw error("unterminated string")
     }
 
-    private func makeString(_ utf8: [UInt8]) throws(JSONSyntaxError) -> String {
+    private func makeString(_ utf8: [UInt8]) throws(JSONError) -> String {
         guard let string = String(validating: utf8, as: UTF8.self) else { throw error("string is not valid UTF-8") }
         return string
     }
 
-    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
+    private mutating func parseHex4() throws(JSONError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw error("unterminated \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
@@ -207,7 +206,7 @@ struct JSONParser {
         return value
     }
 
-    private mutating func parseNumber() throws(JSONSyntaxError) -> JSONValue {
+    private mutating func parseNumber() throws(JSONError) -> JSONValue {
         let start = index
         var isInteger = true
         if current == UInt8(ascii: "-") { index += 1 }
@@ -235,10 +234,4 @@ struct JSONParser {
         guard let double = Double(text), double.isFinite else { throw error("number out of range") }
         return .number(double)
     }
-}
-
-/// Why a body is not JSON, and where.
-struct JSONSyntaxError: Error, Sendable, CustomStringConvertible {
-    let message: String
-    var description: String { message }
 }

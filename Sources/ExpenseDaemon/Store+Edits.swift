@@ -1,0 +1,148 @@
+import ExpenseCore
+import SQLite
+
+/// What `delete` did.
+public struct DeleteResult: Sendable, Equatable {
+    public let transactionID: String
+    /// True when the expense never reached the server: its jobs were
+    /// removed and nothing will be sent.
+    public let droppedLocally: Bool
+}
+
+extension Store {
+    /// Changes fields of an expense, synced or not, in one transaction that
+    /// also coalesces the outbox: the change merges into the expense's
+    /// create when that was never sent, else into its last queued edit
+    /// when that was never sent, else it becomes a new edit based on the
+    /// cached version. A job being (or once) sent is never rewritten.
+    public func edit(ref: String, fields: ExpenseFields, now: Int64) async throws -> ExpenseView {
+        try await database.write { db in
+            let transactionID = try Store.resolve(db, ref: ref)
+            guard let view = try Store.view(db, transactionID: transactionID) else {
+                throw StoreError(.notFound, "no expense matches '\(ref)'")
+            }
+            if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
+                throw StoreError(.invalidState, "\(transactionID) is being deleted")
+            }
+            // The result must be a valid expense (an amount against the currency it ends with).
+            do {
+                try Validation.check(view.fields.merging(fields))
+            } catch let error as FieldError {
+                throw FieldFailure(field: error.field, reason: error.reason)
+            }
+            let jobs = try Store.rawJobs(db, transactionID: transactionID)
+            if let create = jobs.first(where: { $0.kind == .create }), create.isUntouched {
+                try Store.rewrite(db, create, fields: create.fields.merging(fields), baseVersion: nil)
+            } else if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
+                try Store.rewrite(db, last, fields: last.fields.merging(fields), baseVersion: last.baseVersion)
+            } else {
+                let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
+                // Before the create is applied, the expense it makes will have version 1.
+                try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: cached?.version ?? 1, now: now)
+            }
+            return try Store.view(db, transactionID: transactionID)!
+        }
+    }
+
+    /// Deletes an expense. One that never reached the server loses its
+    /// whole chain (create, edits, receipt job and file) and nothing is
+    /// sent; otherwise queued edits and receipt uploads are dropped and one
+    /// delete is queued.
+    public func delete(ref: String, now: Int64) async throws -> DeleteResult {
+        let (result, files) = try await database.write { db -> (DeleteResult, [String]) in
+            let transactionID = try Store.resolve(db, ref: ref)
+            guard try Store.view(db, transactionID: transactionID) != nil else {
+                throw StoreError(.notFound, "no expense matches '\(ref)'")
+            }
+            let jobs = try Store.rawJobs(db, transactionID: transactionID)
+            let cached = try db.scalarInt("SELECT count(*) FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
+            let neverSent = cached == 0 && jobs.contains { $0.kind == .create && $0.isUntouched }
+            if neverSent {
+                let files = jobs.compactMap(\.receiptFile)
+                try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
+                return (DeleteResult(transactionID: transactionID, droppedLocally: true), files)
+            }
+            if jobs.contains(where: { $0.kind == .delete }) {
+                return (DeleteResult(transactionID: transactionID, droppedLocally: false), [])
+            }
+            // Edits and uploads still waiting are moot once the expense goes.
+            let moot = jobs.filter { ($0.kind == .edit || $0.kind == .receipt) && $0.state != .sending }
+            for job in moot { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)]) }
+            try db.execute("""
+                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
+                VALUES (\(Store.nextSeq), ?, 'delete', ?, '{}', ?)
+                """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
+            return (DeleteResult(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile))
+        }
+        for file in files { try? receipts.remove(file) }
+        return result
+    }
+
+    /// Settles a conflict flagged by the server: sends, at the cached
+    /// version, either the server's values (`takeMine: false`) or the ones
+    /// this device sent, for every conflicted field.
+    public func resolve(ref: String, takeMine: Bool, now: Int64) async throws -> ExpenseView {
+        try await database.write { db in
+            let transactionID = try Store.resolve(db, ref: ref)
+            guard let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first,
+                  cached.conflict, !cached.conflicts.isEmpty else {
+                throw StoreError(.invalidState, "\(transactionID) has no conflict to resolve")
+            }
+            var fields = ExpenseFields()
+            for (name, values) in cached.conflicts where ExpenseFields.names.contains(name) {
+                fields[name] = takeMine ? values.client : values.server
+            }
+            let jobs = try Store.rawJobs(db, transactionID: transactionID)
+            if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
+                // The user has decided: the waiting edit now applies at the current version.
+                try Store.rewrite(db, last, fields: last.fields.merging(fields), baseVersion: cached.version)
+            } else {
+                try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: cached.version, now: now)
+            }
+            return try Store.view(db, transactionID: transactionID)!
+        }
+    }
+
+    /// A job row with what coalescing needs.
+    struct RawJob {
+        let seq: Int64
+        let kind: JobKind
+        let state: JobState
+        let sends: Int
+        let fields: ExpenseFields
+        let baseVersion: Int?
+        let receiptFile: String?
+
+        /// Queued and never handed to the network: safe to rewrite.
+        var isUntouched: Bool { state == .queued && sends == 0 }
+    }
+
+    static func rawJobs(_ db: Connection, transactionID: String) throws -> [RawJob] {
+        try db.query("SELECT seq, kind, state, sends, payload, receipt_file FROM jobs WHERE transaction_id = ? ORDER BY seq",
+                     [.text(transactionID)]) { r in
+            let payload = JobPayload.decode(r.string(4))
+            return RawJob(seq: r.int64(0), kind: JobKind(rawValue: r.string(1)) ?? .create, state: JobState(rawValue: r.string(2)) ?? .queued,
+                          sends: r.int(3), fields: payload.fields, baseVersion: payload.baseVersion, receiptFile: r.optionalString(5))
+        }
+    }
+
+    static func rewrite(_ db: Connection, _ job: RawJob, fields: ExpenseFields, baseVersion: Int?) throws {
+        let payload = try JobPayload.encode(fields: fields, baseVersion: baseVersion)
+        try db.execute("UPDATE jobs SET payload = ? WHERE seq = ? AND state = 'queued' AND sends = 0", [.text(payload), .integer(job.seq)])
+        guard db.changes == 1 else { throw StoreError(.invalidState, "the job changed while it was being edited; try again") }
+    }
+
+    static func insertEdit(_ db: Connection, transactionID: String, fields: ExpenseFields, baseVersion: Int, now: Int64) throws {
+        let payload = try JobPayload.encode(fields: fields, baseVersion: baseVersion)
+        try db.execute("""
+            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
+            VALUES (\(Store.nextSeq), ?, 'edit', ?, ?, ?)
+            """, [.text(ClientID.make()), .text(transactionID), .text(payload), .integer(now)])
+    }
+}
+
+/// An edit whose result would not be a valid expense.
+public struct FieldFailure: Error, Sendable {
+    public let field: String
+    public let reason: String
+}

@@ -1,0 +1,302 @@
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import SQLite
+import Testing
+
+/// Offline edits and deletes: coalesced in the outbox, folded into reads,
+/// conflicts flagged. Counts come from the server's own access log.
+@Suite(.serialized) struct OfflineEditTests {
+    /// The outbox as (kind, state) pairs, oldest first.
+    static func outbox(_ daemon: DaemonHarness) throws -> [(String, String)] {
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
+        return try db.query("SELECT kind, state FROM jobs ORDER BY seq") { ($0.string(0), $0.string(1)) }
+    }
+
+    static func payloads(_ daemon: DaemonHarness) throws -> [JSONValue] {
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
+        return try db.query("SELECT payload FROM jobs ORDER BY seq") { try JSONValue.parse(Array($0.string(0).utf8)) }
+    }
+
+    static func requests(_ sync: SyncHarness, _ method: String) -> Int {
+        sync.accessLog().filter { $0.first == method && !($0.count > 1 && $0[1].hasPrefix("/v1/expenses?")) }.count
+    }
+
+    static func add(_ daemon: DaemonHarness, merchant: String = "Blue Bottle", amount: String = "12.50", currency: String = "EUR") throws -> String {
+        let result = try daemon.ctl(["add", "--merchant", merchant, "--amount", amount, "--currency", currency, "--date", "2026-11-29"])
+        guard result.status == 0 else { throw TestFailure("add: \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func edit(_ daemon: DaemonHarness, _ id: String, _ arguments: [String]) throws {
+        let result = try daemon.ctl(["edit", id] + arguments)
+        guard result.status == 0 else { throw TestFailure("edit: \(result.stderr)") }
+    }
+
+    /// The server's version of an expense.
+    static func serverExpense(_ sync: SyncHarness, _ id: String) throws -> JSONValue {
+        try JSONValue.parse(try sync.serverRequest("GET", "/v1/expenses/\(id)").body)
+    }
+
+    @Test func editsOfANeverSentCreate_mergeIntoIt() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.add(sync.daemon)
+        try Self.edit(sync.daemon, id, ["--amount", "13.00"])
+        try Self.edit(sync.daemon, id, ["--comment", "team lunch"])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["create"])
+        let shown = try sync.daemon.ctlJSON(["show", id])
+        #expect(shown["amount"] == "13.00")
+        #expect(shown["comment"] == "team lunch")
+        #expect(shown["state"] == "queued")
+
+        try sync.startServer()
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "POST") == 1)
+        #expect(Self.requests(sync, "PATCH") == 0)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["amount"] == "13.00")
+        #expect(server["comment"] == "team lunch")
+        #expect(server["version"] == 1)
+    }
+
+    @Test func threeEditsOffline_costOneRequest() throws {
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.add(sync.daemon)
+        try sync.waitUntilDrained()
+        sync.stopServer()
+        try Self.edit(sync.daemon, id, ["--amount", "13.00"])
+        try Self.edit(sync.daemon, id, ["--comment", "with the team"])
+        try Self.edit(sync.daemon, id, ["--amount", "14.00", "--category", "Meals"])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["edit"])
+        #expect(try Self.payloads(sync.daemon)[0]["base_version"] == 1)
+        let listed = try sync.daemon.ctlJSON(["list"]).arrayValue?.first
+        #expect(listed?["amount"] == "14.00", "reads fold the pending edit")
+        #expect(listed?["pending_fields"] == ["amount", "category", "comment"])
+
+        try sync.startServer()
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "PATCH") == 1)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["amount"] == "14.00")
+        #expect(server["comment"] == "with the team")
+        #expect(server["category"] == "Meals")
+        #expect(server["version"] == 2)
+        #expect(try sync.daemon.list().first?["pending_fields"] == [])
+    }
+
+    @Test func createReceiptEditDeleteOffline_sendNothing() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = sync.daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
+        let id = try sync.daemon.ctl(["add", "--receipt", receipt, "--merchant", "Taxi"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try Self.edit(sync.daemon, id, ["--comment", "airport"])
+        #expect(sync.daemon.receiptFiles().count == 1)
+        let deleted = try sync.daemon.ctl(["delete", id])
+        #expect(deleted.status == 0)
+        #expect(deleted.stdout.contains("nothing is sent"))
+        #expect(try Self.outbox(sync.daemon).isEmpty)
+        #expect(sync.daemon.receiptFiles().isEmpty, "the receipt file is gone")
+        #expect(try sync.daemon.list().isEmpty)
+
+        try sync.startServer()
+        #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        #expect(Self.requests(sync, "POST") + Self.requests(sync, "PUT") + Self.requests(sync, "PATCH") + Self.requests(sync, "DELETE") == 0)
+        #expect(try sync.serverExpenses().isEmpty)
+    }
+
+    @Test func deleteOfASyncedExpense_dropsQueuedEditsAndUploadsAndSendsOneDelete() throws {
+        // Receipts are refused (too large) so the upload stays queued, backing off.
+        let sync = try SyncHarness(daemonArguments: ["--max-attempts", "50"], serverArguments: ["--receipt-max-bytes", "100"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = sync.daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(size: 4000), to: receipt)
+        let id = try sync.daemon.ctl(["add", "--receipt", receipt, "--merchant", "Taxi"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try waitUntil(timeout: 20, "the create to apply and the upload to be refused") {
+            try Self.outbox(sync.daemon).map(\.0) == ["receipt"] && Self.requests(sync, "PUT") >= 1
+        }
+        sync.stopServer()
+        try Self.edit(sync.daemon, id, ["--comment", "moot"])
+        #expect(try Self.outbox(sync.daemon).map(\.0).sorted() == ["edit", "receipt"])
+        _ = try sync.daemon.ctl(["delete", id])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["delete"], "edit and upload dropped, one delete queued")
+        #expect(sync.daemon.receiptFiles().isEmpty)
+        #expect(try sync.daemon.list().first?["state"] == "deleting")
+
+        try sync.startServer()
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "DELETE") == 1)
+        #expect(Self.requests(sync, "PATCH") == 0)
+        #expect(try Self.serverExpense(sync, id)["deleted"] == true)
+        #expect(try sync.daemon.list().isEmpty)
+    }
+
+    @Test func editWhileTheCreateIsSending_becomesANewJobAfterIt() throws {
+        let sync = try SyncHarness(serverArguments: ["--fault-delay-ms", "1500"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.add(sync.daemon)
+        try waitUntil(timeout: 10, "the create to be sending") { try Self.outbox(sync.daemon).first?.1 == "sending" }
+        try Self.edit(sync.daemon, id, ["--amount", "99.00"])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "edit"], "the create being sent was not rewritten")
+        try sync.waitUntilDrained(timeout: 30)
+        #expect(Self.requests(sync, "POST") == 1)
+        #expect(Self.requests(sync, "PATCH") == 1)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["amount"] == "99.00")
+        #expect(server["version"] == 2)
+    }
+
+    @Test func conflict_secondDeviceGetsTheFlagAndResolvesIt() throws {
+        let sync = try SyncHarness()
+        let other = DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(sync.port)", "--token-file", sync.tokenFile,
+                                              "--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "1s", "--connect-timeout", "2s"])
+        try sync.daemon.start()
+        try other.start()
+        defer { sync.daemon.stop(); other.stop() }
+        let id = try Self.add(sync.daemon)
+        try sync.waitUntilDrained()
+        #expect(try other.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
+        try waitUntil(timeout: 10, "the other device to learn the expense") { try other.list().count == 1 }
+
+        // Both edit the currency (and a safe field) while offline.
+        sync.stopServer()
+        try Self.edit(sync.daemon, id, ["--currency", "USD", "--merchant", "First"])
+        try Self.edit(other, id, ["--currency", "GBP", "--merchant", "Second"])
+        try sync.startServer()
+        #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["currency"] == "USD", "the first writer's currency stays")
+        #expect(server["merchant"] == "Second", "safe fields: last writer wins, no flag")
+        #expect(server["conflict"] == true)
+        #expect(server["conflicts"]?["currency"] == ["server": "USD", "client": "GBP"])
+        #expect(server["conflicts"]?["merchant"] == nil)
+        let listed = try other.ctlJSON(["list"]).arrayValue?.first
+        #expect(listed?["conflict"] == true)
+        #expect(try other.ctl(["list"]).stdout.contains("(conflict)"))
+        let shown = try other.ctl(["show", id])
+        #expect(shown.stdout.contains("currency: server has USD, you sent GBP"), "\(shown.stdout)")
+
+        let resolved = try other.ctl(["resolve", id, "--take", "mine"])
+        #expect(resolved.status == 0, "\(resolved.stderr)")
+        #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        let settled = try Self.serverExpense(sync, id)
+        #expect(settled["currency"] == "GBP")
+        #expect(settled["conflict"] == false)
+        #expect(try other.list().first?["conflict"] == false)
+        let again = try other.ctl(["resolve", id, "--take", "server"])
+        #expect(again.status == 1, "nothing left to resolve")
+    }
+
+    @Test func deleteLearnedFromARefresh_removesTheExpenseAndFlagsAWaitingEdit() throws {
+        let sync = try SyncHarness()
+        let other = DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(sync.port)", "--token-file", sync.tokenFile,
+                                              "--drain-interval", "200ms", "--backoff-base", "5s", "--backoff-cap", "5s", "--connect-timeout", "2s"])
+        try sync.daemon.start()
+        try other.start()
+        defer { sync.daemon.stop(); other.stop() }
+        let kept = try Self.add(sync.daemon, merchant: "Kept")
+        let gone = try Self.add(sync.daemon, merchant: "Gone")
+        try sync.waitUntilDrained()
+        #expect(try other.ctl(["sync", "--refresh", "--wait"]).status == 0)
+        try waitUntil(timeout: 10, "the other device to learn both") { try other.list().count == 2 }
+        #expect(try sync.daemon.ctl(["delete", gone]).status == 0)
+        try sync.waitUntilDrained()
+        #expect(try other.ctl(["sync", "--refresh", "--wait"]).status == 0)
+        try waitUntil(timeout: 10, "the tombstone to arrive") { try other.list().map { $0["transaction_id"]?.stringValue } == [kept] }
+        _ = gone
+    }
+
+    @Test func editCrashWindows_converge() throws {
+        for point in ["before-send", "after-response"] {
+            let sync = try SyncHarness()
+            try sync.daemon.start()
+            let id = try Self.add(sync.daemon)
+            try sync.waitUntilDrained()
+            #expect(sync.daemon.stop() == 0)
+            try CrashWindowTests.crash(sync, at: point) { sync in try Self.edit(sync.daemon, id, ["--amount", "20.00"]) }
+            try sync.daemon.start()
+            try sync.waitUntilDrained()
+            #expect(sync.daemon.stop() == 0)
+            let server = try Self.serverExpense(sync, id)
+            #expect(server["amount"] == "20.00", "\(point): the edit is not lost")
+            #expect(server["version"] == 2, "\(point): the edit is applied once")
+        }
+    }
+
+    /// Random add/edit/delete/crash/online/offline sequences against a model
+    /// of what the server must end up holding.
+    @Test(arguments: [11, 29, 47])
+    func randomSequences_endWithTheServerEqualToTheModel(seed: Int) throws {
+        var random = SeededRandom(seed: UInt64(seed))
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        var model: [String: ExpenseFields] = [:]  // live expenses, by transaction id
+        var everCreated: Set<String> = []
+        var online = true
+        for step in 0..<40 {
+            switch random.next(10) {
+            case 0, 1, 2:
+                let amount = "\(random.next(500)).\(10 + random.next(89))"
+                let id = try Self.add(sync.daemon, merchant: "M\(step)", amount: amount)
+                model[id] = ExpenseFields(merchant: "M\(step)", amount: amount, currency: "EUR", date: "2026-11-29")
+                everCreated.insert(id)
+            case 3, 4, 5:
+                guard let id = model.keys.sorted().randomElement(using: &random) else { continue }
+                let comment = "c\(step)"
+                let amount = "\(random.next(900)).00"
+                try Self.edit(sync.daemon, id, ["--comment", comment, "--amount", amount])
+                model[id]?.comment = comment
+                model[id]?.amount = amount
+            case 6:
+                guard let id = model.keys.sorted().randomElement(using: &random) else { continue }
+                #expect(try sync.daemon.ctl(["delete", id]).status == 0)
+                model[id] = nil
+            case 7:
+                if online { sync.stopServer() } else { try sync.startServer() }
+                online.toggle()
+            case 8:
+                sync.daemon.crash()
+                try sync.daemon.start()
+            default:
+                usleep(UInt32(random.next(100_000)))
+            }
+        }
+        if !online { try sync.startServer() }
+        try sync.waitUntilDrained(timeout: 60)
+        let listing = try JSONValue.parse(try sync.serverRequest("GET", "/v1/expenses?limit=1000").body)
+        var server: [String: ExpenseFields] = [:]
+        for expense in listing["expenses"]?.arrayValue ?? [] where expense["deleted"] != true {
+            var fields = ExpenseFields()
+            for name in ["merchant", "amount", "currency", "date", "comment"] { fields[name] = expense[name]?.stringValue }
+            server[expense["transaction_id"]?.stringValue ?? ""] = fields
+        }
+        #expect(server == model, "seed \(seed)")
+        let serverIDs = Set((listing["expenses"]?.arrayValue ?? []).compactMap { $0["transaction_id"]?.stringValue })
+        #expect(serverIDs.isSubset(of: everCreated))
+        #expect(Set(try sync.daemon.list().compactMap { $0["transaction_id"]?.stringValue }) == Set(model.keys))
+    }
+}
+
+/// A reproducible generator (SplitMix64) for property tests.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}

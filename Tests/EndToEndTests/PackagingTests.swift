@@ -1,0 +1,90 @@
+import ExpenseTestSupport
+import Foundation
+import Testing
+
+/// What ships beside the binaries stays in step with them: completions,
+/// man pages, documented configuration keys, contrib scripts.
+@Suite(.serialized) struct PackagingTests {
+    static let root = BuiltProducts.packageRoot
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOfFile: "\(root)/\(path)", encoding: .utf8)
+    }
+
+    /// Subcommand names from `expensectl --help`.
+    static func subcommands() throws -> [String] {
+        let help = try runCommand(BuiltProducts.path("expensectl"), ["--help"]).stdout
+        guard let start = help.range(of: "SUBCOMMANDS:\n") else { throw TestFailure("no SUBCOMMANDS in --help") }
+        return help[start.upperBound...].split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("  "), !line.hasPrefix("   "), let name = line.split(separator: " ").first else { return nil }
+            return String(name)
+        }.filter { $0 != "See" }
+    }
+
+    @Test func bashAndZshCompletions_knowEverySubcommand() throws {
+        let names = try Self.subcommands()
+        #expect(names.count >= 12)
+        let bash = try Self.read("contrib/completion/expensectl.bash")
+        let zsh = try Self.read("contrib/completion/_expensectl")
+        for name in names {
+            #expect(bash.contains(" \(name) ") || bash.contains("\"\(name) ") || bash.contains(" \(name)\""), "bash completion lacks \(name)")
+            #expect(zsh.contains("'\(name):"), "zsh completion lacks \(name)")
+            let help = try runCommand(BuiltProducts.path("expensectl"), [name, "--help"])
+            #expect(help.status == 0 && help.stdout.hasPrefix("OVERVIEW:"), "\(name) --help")
+        }
+        #expect(try runCommand("/bin/bash", ["-n", "\(Self.root)/contrib/completion/expensectl.bash"]).status == 0)
+    }
+
+    @Test func everyConfigurationKey_isDocumented() throws {
+        let help = try runCommand(BuiltProducts.path("expensed"), ["--help"]).stdout
+        let flags = help.split(separator: "\n").compactMap { line -> String? in
+            let trimmed = line.drop(while: { $0 == " " })
+            guard trimmed.hasPrefix("--"), let flag = trimmed.split(separator: " ").first else { return nil }
+            return String(flag)
+        }.filter { !["--help", "--version", "--config"].contains($0) }
+        #expect(flags.count >= 20)
+        let guide = try Self.read("docs/configuration.md")
+        let manual = try Self.read("man/expensed.conf.5")
+        for flag in flags {
+            let key = flag.dropFirst(2).replacingOccurrences(of: "-", with: "_")
+            #expect(guide.contains("`\(key)`"), "docs/configuration.md lacks \(key)")
+            #expect(manual.contains(key.replacingOccurrences(of: "_", with: "\\_")) || manual.contains(key), "expensed.conf(5) lacks \(key)")
+        }
+    }
+
+    @Test func manPages_renderWithoutWarnings() throws {
+        for page in ["man/expensectl.1", "man/expensed.8", "man/expensed.conf.5", "man/expense-server.8"] {
+            let result = try runCommand("/usr/bin/man", ["--warnings", "-E", "UTF-8", "-l", "\(Self.root)/\(page)"],
+                                        environment: ["MANPAGER": "cat", "MANWIDTH": "80"])
+            #expect(result.status == 0, "\(page): \(result.stderr)")
+            #expect(result.stderr.isEmpty, "\(page) warns: \(result.stderr)")
+            #expect(result.stdout.contains("NAME"))
+        }
+    }
+
+    @Test func prometheusExporter_writesTheQueueFigures() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        _ = try daemon.ctl(["add", "--merchant", "A", "--amount", "1.00", "--currency", "EUR", "--date", "2026-01-01"])
+        let output = daemon.directory.at("expensed.prom")
+        let result = try runCommand("/usr/bin/env", ["python3", "\(Self.root)/contrib/prometheus/expensed-textfile", output],
+                                    environment: ["EXPENSED_SOCKET": daemon.socketPath,
+                                                  "PATH": "\(BuiltProducts.directory):/usr/local/bin:/usr/bin:/bin"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text.contains("expensed_up 1"))
+        #expect(text.contains(#"expensed_jobs{state="queued"} 1"#))
+        #expect(text.contains(#"expensed_server_state{state="not_configured"} 1"#))
+    }
+
+    @Test func prometheusExporter_saysDownWhenTheDaemonIsNot() throws {
+        let dir = TemporaryDirectory()
+        let output = dir.at("expensed.prom")
+        let result = try runCommand("/usr/bin/env", ["python3", "\(Self.root)/contrib/prometheus/expensed-textfile", output],
+                                    environment: ["EXPENSED_SOCKET": dir.at("none.sock"),
+                                                  "PATH": "\(BuiltProducts.directory):/usr/local/bin:/usr/bin:/bin"])
+        #expect(result.status == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8).contains("expensed_up 0"))
+    }
+}

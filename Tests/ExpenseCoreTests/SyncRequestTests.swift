@@ -1,0 +1,36 @@
+import Testing
+@testable import ExpenseCore
+
+@Suite struct SyncRequestTests {
+    let id = "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"
+
+    @Test func create_postsTheFieldsWithDeviceIdentity() throws {
+        let job = OutboxJob(seq: 17, uuid: id, kind: .create, transactionID: TransactionID.derive(from: id),
+                            fields: ExpenseFields(merchant: "Blue Bottle", amount: "12.50", currency: "EUR", date: "2026-11-29"),
+                            createdMilliseconds: 1_796_030_102_123)
+        let request = SyncRequest.make(for: job, deviceID: "device-1")
+        #expect(request.method == "POST")
+        #expect(request.path == "/v1/expenses")
+        #expect(request.headers.first { $0.0 == "Idempotency-Key" }?.1 == "\"\(id)\"")
+        guard case .json(let bytes) = request.body else {
+            Issue.record("expected a JSON body")
+            return
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == #"{"amount":"12.50","created_at_device":"2026-11-30T09:15:02.123Z","currency":"EUR","date":"2026-11-29","device_id":"device-1","device_seq":17,"merchant":"Blue Bottle"}"#)
+        #expect(SyncRequest.make(for: job, deviceID: "device-1") == request, "the same bytes on every retry")
+    }
+
+    @Test func receiptEditDelete_haveTheirShapes() {
+        let txn = TransactionID.derive(from: id)
+        let receipt = SyncRequest.make(for: OutboxJob(seq: 2, uuid: id, kind: .receipt, transactionID: txn, receiptFile: "f.png", receiptKind: .png, receiptSize: 10), deviceID: "d")
+        #expect(receipt.method == "PUT")
+        #expect(receipt.path == "/v1/expenses/\(txn)/receipt")
+        #expect(receipt.body == .receipt(file: "f.png", size: 10, contentType: "image/png"))
+        let edit = SyncRequest.make(for: OutboxJob(seq: 3, uuid: id, kind: .edit, transactionID: txn, fields: ExpenseFields(amount: "13.00"), baseVersion: 3), deviceID: "d")
+        #expect(edit.method == "PATCH")
+        #expect(edit.body == .json(Array(#"{"base_version":3,"set":{"amount":"13.00"}}"#.utf8)))
+        let delete = SyncRequest.make(for: OutboxJob(seq: 4, uuid: id, kind: .delete, transactionID: txn), deviceID: "d")
+        #expect(delete.method == "DELETE")
+        #expect(delete.body == SyncRequest.Body.none)
+    }
+}

@@ -1,0 +1,48 @@
+# bash completion for expensectl                          -*- shell-script -*-
+
+_expensectl()
+{
+    local cur prev words cword
+    _init_completion || return
+
+    local subcommands="add list show retry discard status watch sync stats edit delete resolve help"
+    local global="--socket --json --help --version"
+    local fields="--merchant --amount --currency --date --category --comment"
+
+    case $prev in
+        --socket|--receipt)
+            _filedir
+            return ;;
+        --take)
+            COMPREPLY=($(compgen -W "server mine" -- "$cur"))
+            return ;;
+        --currency)
+            COMPREPLY=($(compgen -W "EUR USD GBP CHF JPY CAD AUD SEK NOK DKK PLN CZK" -- "$cur"))
+            return ;;
+        --merchant|--amount|--date|--category|--comment|--tax-tag|--client-id|--timeout)
+            return ;;
+    esac
+
+    local subcommand="" i
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            --socket) ((i++)) ;;
+            -*) ;;
+            *) subcommand=${words[i]}; break ;;
+        esac
+    done
+
+    local options=""
+    case $subcommand in
+        "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
+        add) options="$fields --receipt --client-id" ;;
+        edit) options="$fields --tax-tag" ;;
+        sync) options="--refresh --wait --timeout" ;;
+        resolve) options="--take" ;;
+        help) COMPREPLY=($(compgen -W "$subcommands" -- "$cur")); return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$options --json --socket --help" -- "$cur"))
+    fi
+} &&
+    complete -F _expensectl expensectl
