@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
-        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "Posix", "SQLite"], path: "bench/daemon"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 

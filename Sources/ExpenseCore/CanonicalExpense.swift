@@ -9,6 +9,21 @@ public struct ConflictValues: Sendable, Equatable, Codable {
     }
 }
 
+extension ConflictValues {
+    /// `{"currency": {"server": "EUR", "client": "USD"}}`, keys sorted.
+    public static func encode(_ conflicts: [String: ConflictValues]) -> String {
+        var writer = JSONWriter()
+        writeConflicts(conflicts, to: &writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// Reads what ``encode(_:)`` wrote; anything else is no conflict.
+    public static func decode(_ text: String) -> [String: ConflictValues] {
+        guard case .object(let members)? = try? JSONValue.parse(Array(text.utf8)) else { return [:] }
+        return members.mapValues { ConflictValues(server: $0["server"]?.stringValue, client: $0["client"]?.stringValue) }
+    }
+}
+
 /// The server's truth about one expense (contract.md, "The canonical expense").
 /// Unknown fields are ignored when decoding, for forward compatibility.
 public struct CanonicalExpense: Sendable, Equatable, Codable {

@@ -1,5 +1,4 @@
 import ExpenseCore
-import FoundationEssentials
 import SQLite
 
 /// What `enqueueCreate` did.
@@ -200,7 +199,7 @@ extension Store {
                                       taxTag: r.optionalString(8)),
                 receiptURL: r.optionalString(9), assigned: r.bool(10), version: r.int(11),
                 createdAt: r.string(12), updatedAt: r.string(13), deleted: r.bool(14), conflict: r.bool(15))
-            expense.conflicts = (try? JSONDecoder().decode([String: ConflictValues].self, from: Data(r.string(16).utf8))) ?? [:]
+            expense.conflicts = ConflictValues.decode(r.string(16))
             return expense
         }
     }
@@ -224,24 +223,25 @@ extension Store {
 
 /// The JSON a job row carries: a create's fields, or an edit's fields and
 /// the version they were made against.
-struct JobPayload: Codable, Equatable {
+struct JobPayload: Equatable {
     var fields: ExpenseFields
     var baseVersion: Int?
 
-    enum CodingKeys: String, CodingKey {
-        case fields
-        case baseVersion = "base_version"
-    }
-
     static func encode(fields: ExpenseFields, baseVersion: Int? = nil) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(JobPayload(fields: fields, baseVersion: baseVersion)), as: UTF8.self)
+        var object: [String: JSONValue] = [:]
+        var set: [String: JSONValue] = [:]
+        for name in fields.setNames { set[name] = .string(fields[name]) }
+        object["fields"] = .object(set)
+        if let baseVersion { object["base_version"] = .integer(baseVersion) }
+        return JSONValue.object(object).serialized()
     }
 
     /// A payload this version cannot read decodes as empty fields: reads
     /// still show the job, and sending it will say what is wrong.
     static func decode(_ text: String) -> JobPayload {
-        (try? JSONDecoder().decode(JobPayload.self, from: Data(text.utf8))) ?? JobPayload(fields: ExpenseFields(), baseVersion: nil)
+        guard let value = try? JSONValue.parse(Array(text.utf8)) else { return JobPayload(fields: ExpenseFields(), baseVersion: nil) }
+        var fields = ExpenseFields()
+        for name in ExpenseFields.names { fields[name] = value["fields"]?[name]?.stringValue }
+        return JobPayload(fields: fields, baseVersion: value["base_version"]?.intValue.map(Int.init))
     }
 }

@@ -1,5 +1,4 @@
 import ExpenseCore
-import FoundationEssentials
 import SQLite
 
 extension Store {
@@ -159,7 +158,7 @@ extension Store {
     /// holds a newer one. `transaction_id` is the primary key: one row per
     /// expense, however many responses and refreshes overlap.
     static func upsert(_ db: Connection, _ e: CanonicalExpense, now: Int64) throws {
-        let conflicts = (try? JSONEncoder().encode(e.conflicts)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let conflicts = ConflictValues.encode(e.conflicts)
         try db.execute("""
             INSERT INTO expenses (transaction_id, client_id, merchant, amount, currency, date, category, comment, tax_tag,
                                   receipt_url, assigned, version, created_at, updated_at, deleted, conflict, conflicts, stored_at)

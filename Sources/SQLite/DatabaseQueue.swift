@@ -74,16 +74,18 @@ public final class DatabaseQueue: Sendable {
         return try outcome.withLock { $0! }.get()
     }
 
-    /// A write for the next group commit: `body` runs in its own savepoint;
-    /// `complete` gets its value once the commit succeeded, or the error.
+    /// A write for the next group commit: `body` runs in its own savepoint
+    /// when it shares the transaction (alone, the transaction is its
+    /// savepoint); `complete` gets its value once the commit succeeded, or
+    /// the error.
     private static func item<T: Sendable>(_ durability: Durability, _ body: @escaping @Sendable (Connection) throws -> T,
                                           complete: @escaping @Sendable (Result<T, Error>) -> Void) -> WriteItem {
-        WriteItem(durable: durability == .durable, run: { connection in
+        WriteItem(durable: durability == .durable, run: { connection, alone in
             do {
-                let value = try connection.savepoint { try body(connection) }
-                return { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) }
+                let value = alone ? try body(connection) : try connection.savepoint { try body(connection) }
+                return (true, { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) })
             } catch {
-                return { _ in complete(.failure(error)) }
+                return (false, { _ in complete(.failure(error)) })
             }
         }, fail: { error in complete(.failure(error)) })
     }
@@ -122,15 +124,21 @@ public final class DatabaseQueue: Sendable {
             for item in items { item.fail(error) }
             return
         }
-        let completions = items.map { $0.run(connection) }
+        let alone = items.count == 1
+        let outcomes = items.map { $0.run(connection, alone) }
         var commitError: Error?
-        do {
-            try connection.execute("COMMIT", [])
-        } catch {
-            commitError = error
+        if alone && !outcomes[0].succeeded {
+            // Its own transaction: undo what it did before it threw.
             try? connection.execute("ROLLBACK", [])
+        } else {
+            do {
+                try connection.execute("COMMIT", [])
+            } catch {
+                commitError = error
+                try? connection.execute("ROLLBACK", [])
+            }
         }
-        for completion in completions { completion(commitError) }
+        for outcome in outcomes { outcome.complete(commitError) }
     }
 }
 
@@ -139,12 +147,13 @@ private struct PendingWrites: ~Copyable {
     var isScheduled = false
 }
 
-/// A write waiting for the next group commit. `run` executes it in a
-/// savepoint and returns what to do once the commit's outcome is known.
+/// A write waiting for the next group commit. `run` executes it (in a
+/// savepoint unless it is alone) and returns whether it succeeded and what
+/// to do once the commit's outcome is known.
 private struct WriteItem: Sendable {
     /// Whether the caller needs the commit on stable storage before it resumes.
     let durable: Bool
-    let run: @Sendable (Connection) -> @Sendable (Error?) -> Void
+    let run: @Sendable (Connection, _ alone: Bool) -> (succeeded: Bool, complete: @Sendable (Error?) -> Void)
     /// Resumes the caller with `error` without running the write.
     let fail: @Sendable (Error) -> Void
 }

@@ -150,4 +150,21 @@ import Testing
         let rows = try await queue.read { db in try db.query("SELECT x FROM t ORDER BY x") { $0.int(0) } }
         #expect(rows == [1, 2, 3, 4, 101, 102, 103, 104])
     }
+
+    @Test func databaseQueue_aFailingWriteAloneLeavesNothingBehind() async throws {
+        let dir = TemporaryDirectory()
+        let queue = try DatabaseQueue(path: dir.at("q.db")) { db in
+            try db.execute("CREATE TABLE t (x INTEGER UNIQUE)")
+        }
+        try await queue.write { db in try db.execute("INSERT INTO t VALUES (1)", []) }
+        await #expect(throws: SQLiteError.self) {
+            try await queue.write { db -> Void in
+                try db.execute("INSERT INTO t VALUES (2)", [])
+                try db.execute("INSERT INTO t VALUES (1)", [])
+            }
+        }
+        try await queue.write { db in try db.execute("INSERT INTO t VALUES (3)", []) }
+        let rows = try await queue.read { db in try db.query("SELECT x FROM t ORDER BY x") { $0.int(0) } }
+        #expect(rows == [1, 3])
+    }
 }
