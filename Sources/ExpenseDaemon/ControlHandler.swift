@@ -50,25 +50,50 @@ final class ControlHandler: Sendable {
             default:
                 return (controlSuccess(id: id, result: try await perform(incoming)), .next)
             }
-        } catch let failure as ControlFailure {
-            var failure = failure
+        } catch {
+            return (failure(error, incoming).json, .next)
+        }
+    }
+
+    /// Takes an `add` without a receipt on the socket thread: its commit is
+    /// the only wait, and the answer goes out from the store's thread, two
+    /// thread hand-offs fewer than through a task. Everything else declines.
+    func answerDirectly(_ incoming: IncomingRequest) -> Bool {
+        guard case .add(let fields, let clientID, false) = incoming.request.command else { return false }
+        store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(), receipt: nil, now: Clock.wallMilliseconds) { [self] result in
+            switch result {
+            case .success(let result):
+                server.respond(to: incoming.connection, controlSuccess(id: incoming.request.id, result: added(result)))
+            case .failure(let error):
+                server.respond(to: incoming.connection, failure(error, incoming).json)
+            }
+        }
+        return true
+    }
+
+    /// The error line for what went wrong with `incoming`; unexpected
+    /// errors are logged here, once.
+    private func failure(_ error: Error, _ incoming: IncomingRequest) -> ControlFailure {
+        let id = incoming.request.id
+        switch error {
+        case var failure as ControlFailure:
             failure.id = id
-            return (failure.json, .next)
-        } catch let error as FieldFailure {
-            return (ControlFailure(id: id, .invalidField, "\(error.field): \(error.reason)", field: error.field).json, .next)
-        } catch let error as StoreError {
-            return (ControlFailure(id: id, code(for: error), error.message).json, .next)
-        } catch let error as ReceiptError {
+            return failure
+        case let error as FieldFailure:
+            return ControlFailure(id: id, .invalidField, "\(error.field): \(error.reason)", field: error.field)
+        case let error as StoreError:
+            return ControlFailure(id: id, code(for: error), error.message)
+        case let error as ReceiptError:
             switch error {
-            case .tooLarge: return (ControlFailure(id: id, .receiptTooLarge, error.description, field: "receipt").json, .next)
-            case .invalid: return (ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt").json, .next)
+            case .tooLarge: return ControlFailure(id: id, .receiptTooLarge, error.description, field: "receipt")
+            case .invalid: return ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt")
             case .io:
                 logger.error("Failed to store a receipt: \(error)")
-                return (ControlFailure(id: id, .storageFailed, error.description).json, .next)
+                return ControlFailure(id: id, .storageFailed, error.description)
             }
-        } catch {
+        default:
             logger.error("Failed to carry out '\(incoming.request.command.name)': \(error)")
-            return (ControlFailure(id: id, .storageFailed, "the daemon could not store this: \(error)").json, .next)
+            return ControlFailure(id: id, .storageFailed, "the daemon could not store this: \(error)")
         }
     }
 
@@ -141,10 +166,14 @@ final class ControlHandler: Sendable {
             }
             FaultPoints.hit("after-receipt-staged")
         }
-        let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds)
+        return added(try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds))
+    }
+
+    /// After an add committed: log it, tell watchers and the drainer, and answer.
+    private func added(_ result: EnqueueResult) -> JSONValue {
         if result.isNew {
             logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")", transactionID: result.transactionID,
-                        jobUUID: clientID, messageID: .expenseQueued)
+                        jobUUID: result.clientID, messageID: .expenseQueued)
             publisher.markChanged()
             wakeDrainer()
         }

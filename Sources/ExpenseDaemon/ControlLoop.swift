@@ -45,8 +45,12 @@ final class ControlLoop {
         }
     }
 
-    init(server: ControlServer) {
+    /// Takes a request without the hop to the handlers' tasks, when it can.
+    let direct: (@Sendable (IncomingRequest) -> Bool)?
+
+    init(server: ControlServer, direct: (@Sendable (IncomingRequest) -> Bool)?) {
         self.server = server
+        self.direct = direct
     }
 
     func run() {
@@ -243,7 +247,8 @@ final class ControlLoop {
                     continue
                 }
                 connection.inFlight = true
-                server.continuation.yield(IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer))
+                let incoming = IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer)
+                if direct?(incoming) != true { server.continuation.yield(incoming) }
             }
         }
     }

@@ -95,10 +95,12 @@ public final class ControlServer: Sendable {
         (requests, continuation) = AsyncStream.makeStream(of: IncomingRequest.self)
     }
 
-    /// Starts the socket thread.
-    public func start() {
+    /// Starts the socket thread. `direct` may take a request on the socket
+    /// thread itself (it must not block, and must answer through
+    /// ``respond(to:_:then:)``); the requests it declines go to ``requests``.
+    public func start(direct: (@Sendable (IncomingRequest) -> Bool)? = nil) {
         Threads.spawn(name: "control") { [self] in
-            let loop = ControlLoop(server: self)
+            let loop = ControlLoop(server: self, direct: direct)
             loop.run()
             continuation.finish()
             if let ownedSocketPath { try? FileSystem.remove(ownedSocketPath) }

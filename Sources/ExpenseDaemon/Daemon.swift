@@ -118,7 +118,7 @@ public enum Daemon {
                                   logger: logger, onQueued: { drainer?.trigger() })
         }
 
-        server.start()
+        server.start(direct: { handler.answerDirectly($0) })
         let summary = try await publisher.current()
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
         FaultPoints.hit("before-ready")

@@ -18,28 +18,39 @@ extension Store {
     /// second one: a client whose answer was lost can retry safely. The
     /// staged receipt of such a retry is removed.
     public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64) async throws -> EnqueueResult {
-        let transactionID = TransactionID.derive(from: clientID)
-        let payload = try JobPayload.encode(fields: fields)
-        let result: EnqueueResult
-        do {
-            result = try await database.write { db in
-                // The transaction id derives from the client id, so its index finds a retried add.
-                let known = try db.scalarInt(
-                    "SELECT (SELECT count(*) FROM jobs WHERE transaction_id = ?1 AND kind = 'create') + (SELECT count(*) FROM expenses WHERE transaction_id = ?1)",
-                    [.text(transactionID)]) ?? 0
-                if known > 0 {
-                    let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
-                    return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
-                }
-                try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
-                return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
-            }
-        } catch {
-            if let receipt { try? receipts.remove(receipt.fileName) }
-            throw error
+        try await withCheckedThrowingContinuation { continuation in
+            enqueueCreate(fields: fields, clientID: clientID, receipt: receipt, now: now) { continuation.resume(with: $0) }
         }
-        if !result.isNew, let receipt { try? receipts.remove(receipt.fileName) }
-        return result
+    }
+
+    /// ``enqueueCreate(fields:clientID:receipt:now:)`` without waiting:
+    /// `completion` runs on the store's thread once the commit returned.
+    public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
+                              completion: @escaping @Sendable (Result<EnqueueResult, Error>) -> Void) {
+        let transactionID = TransactionID.derive(from: clientID)
+        let payload: String
+        do {
+            payload = try JobPayload.encode(fields: fields)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        database.write({ db in
+            // The transaction id derives from the client id, so its index finds a retried add.
+            let known = try db.scalarInt(
+                "SELECT (SELECT count(*) FROM jobs WHERE transaction_id = ?1 AND kind = 'create') + (SELECT count(*) FROM expenses WHERE transaction_id = ?1)",
+                [.text(transactionID)]) ?? 0
+            if known > 0 {
+                let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
+                return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
+            }
+            try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
+            return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
+        }, completion: { [receipts] result in
+            // A receipt copy that did not become (or was already) a job goes.
+            if let receipt, (try? result.get())?.isNew != true { try? receipts.remove(receipt.fileName) }
+            completion(result)
+        })
     }
 
     /// Inserts a create job, and its receipt job when a receipt was staged,

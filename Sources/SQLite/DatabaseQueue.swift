@@ -52,6 +52,14 @@ public final class DatabaseQueue: Sendable {
         }
     }
 
+    /// Like ``write(durability:_:)``, without waiting: `completion` runs on
+    /// the queue's thread once the commit holding the write returned. For
+    /// callers on threads of their own that must not block.
+    public func write<T: Sendable>(durability: Durability = .durable, _ body: @escaping @Sendable (Connection) throws -> T,
+                                   completion: @escaping @Sendable (Result<T, Error>) -> Void) {
+        enqueue(Self.item(durability, body, complete: completion))
+    }
+
     /// Runs `body` on the queue without waiting for it: a liveness probe
     /// (`body` runs only once the queue has finished what is before it).
     public func probe(_ body: @escaping @Sendable () -> Void) {
