@@ -27,8 +27,13 @@ public final class StatusPublisher: Sendable {
         extras.withLock { $0.server = serverConfigured ? .unknown : .notConfigured }
     }
 
-    /// Something may have changed the summary.
-    public func markChanged() { changed.yield(()) }
+    /// Something may have changed the summary. With nobody to tell (no
+    /// `NOTIFY_SOCKET`, no watcher) this costs one atomic load: draining
+    /// calls it for every job.
+    public func markChanged() {
+        guard notifying || server.hasWatchers else { return }
+        changed.yield(())
+    }
 
     func setServerState(_ state: QueueSummary.ServerState) {
         let changedState = extras.withLock { extras -> Bool in
@@ -59,12 +64,6 @@ public final class StatusPublisher: Sendable {
     /// Publishes until cancelled.
     func run() async {
         for await _ in changes {
-            // Nobody to tell: skip the work. A new watcher gets the current
-            // summary in its first answer anyway.
-            if !notifying && !server.hasWatchers {
-                extras.withLock { $0.last = nil }
-                continue
-            }
             guard let summary = try? await current() else { continue }
             let isNew = extras.withLock { extras -> Bool in
                 defer { extras.last = summary }
