@@ -168,3 +168,7 @@ int cshims_eventfd(void) {
 int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
     return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
 }
+
+int cshims_o_path(void) {
+    return O_PATH;
+}

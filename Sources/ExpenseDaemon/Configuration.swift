@@ -52,16 +52,16 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
-        Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v) },
+        Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, atLeast: 100) },
         Key(name: "control_line_max", flag: "--control-line-max", valueName: "SIZE", help: "longest request line (default 1M)") { c, v throws(ConfigurationError) in c.controlLineMaxBytes = try size(v) },
-        Key(name: "drain_interval", flag: "--drain-interval", valueName: "DURATION", help: "retry timer while anything is pending (default 5s)") { c, v throws(ConfigurationError) in c.drainIntervalMilliseconds = try duration(v) },
-        Key(name: "backoff_base", flag: "--backoff-base", valueName: "DURATION", help: "first retry delay ceiling (default 1s)") { c, v throws(ConfigurationError) in c.backoffBaseMilliseconds = try duration(v) },
-        Key(name: "backoff_cap", flag: "--backoff-cap", valueName: "DURATION", help: "longest retry delay (default 5m)") { c, v throws(ConfigurationError) in c.backoffCapMilliseconds = try duration(v) },
+        Key(name: "drain_interval", flag: "--drain-interval", valueName: "DURATION", help: "retry timer while anything is pending (default 5s)") { c, v throws(ConfigurationError) in c.drainIntervalMilliseconds = try duration(v, atLeast: 100) },
+        Key(name: "backoff_base", flag: "--backoff-base", valueName: "DURATION", help: "first retry delay ceiling (default 1s)") { c, v throws(ConfigurationError) in c.backoffBaseMilliseconds = try duration(v, atLeast: 1) },
+        Key(name: "backoff_cap", flag: "--backoff-cap", valueName: "DURATION", help: "longest retry delay (default 5m)") { c, v throws(ConfigurationError) in c.backoffCapMilliseconds = try duration(v, atLeast: 1) },
         Key(name: "max_attempts", flag: "--max-attempts", valueName: "N", help: "rejections before a job needs attention (default 5)") { c, v throws(ConfigurationError) in c.maxAttempts = try count(v, 1...1000) },
         Key(name: "concurrency", flag: "--concurrency", valueName: "N", help: "requests in flight at once (default 4)") { c, v throws(ConfigurationError) in c.concurrency = try count(v, 1...64) },
-        Key(name: "refresh_interval", flag: "--refresh-interval", valueName: "DURATION", help: "how often to fetch server changes (default 15m)") { c, v throws(ConfigurationError) in c.refreshIntervalMilliseconds = try duration(v) },
-        Key(name: "connect_timeout", flag: "--connect-timeout", valueName: "DURATION", help: "connect timeout per request (default 10s)") { c, v throws(ConfigurationError) in c.connectTimeoutMilliseconds = try duration(v) },
-        Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v) },
+        Key(name: "refresh_interval", flag: "--refresh-interval", valueName: "DURATION", help: "how often to fetch server changes (default 15m)") { c, v throws(ConfigurationError) in c.refreshIntervalMilliseconds = try duration(v, atLeast: 1000) },
+        Key(name: "connect_timeout", flag: "--connect-timeout", valueName: "DURATION", help: "connect timeout per request (default 10s)") { c, v throws(ConfigurationError) in c.connectTimeoutMilliseconds = try duration(v, atLeast: 100) },
+        Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v, atLeast: 1000) },
         Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
@@ -155,8 +155,17 @@ private func count(_ v: String, _ range: ClosedRange<Int>) throws(ConfigurationE
     return n
 }
 
-/// `250ms`, `5s`, `15m`, `1h`, or plain seconds.
-func duration(_ v: String) throws(ConfigurationError) -> Int64 {
+/// `250ms`, `5s`, `15m`, `1h`, or plain seconds; at least `atLeast` ms
+/// (a zero timeout would mean none at all, a zero interval a busy loop).
+func duration(_ v: String, atLeast minimum: Int64 = 0) throws(ConfigurationError) -> Int64 {
+    let value = try parseDuration(v)
+    guard value >= minimum else {
+        throw ConfigurationError("must be at least \(minimum >= 1000 && minimum % 1000 == 0 ? "\(minimum / 1000)s" : "\(minimum)ms")")
+    }
+    return value
+}
+
+private func parseDuration(_ v: String) throws(ConfigurationError) -> Int64 {
     let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
     for (suffix, factor) in units where v.hasSuffix(suffix) {
         let number = v.dropLast(suffix.count)

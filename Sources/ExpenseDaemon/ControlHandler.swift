@@ -45,8 +45,11 @@ final class ControlHandler: Sendable {
         do {
             switch incoming.request.command {
             case .watch:
+                // The version before the read: a summary published meanwhile
+                // may be newer than the one answered, so it is sent as well.
+                let seen = server.publishedVersion()
                 let summary = try await publisher.current()
-                return (controlSuccess(id: id, result: summary.json), .watch(id: id))
+                return (controlSuccess(id: id, result: summary.json), .watch(id: id, seenVersion: seen))
             default:
                 return (controlSuccess(id: id, result: try await perform(incoming)), .next)
             }

@@ -10,6 +10,10 @@ final class ControlLoop {
     var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Stop reading from a client whose unread answers pass this (backpressure).
     static let outputHighWater = 1 << 20
+    /// Descriptors one connection may have waiting for their lines.
+    static let maxPendingDescriptors = 8
+    /// After `accept` ran out of descriptors, the listener rests until then.
+    var acceptPausedUntil: UInt64 = 0
 
     final class Connection {
         let id: ConnectionID
@@ -26,9 +30,15 @@ final class ControlLoop {
         var output: [UInt8] = []
         var inFlight = false
         var watchID: JSONValue?
+        /// Asked to watch; counted as a watcher from then on, so no change
+        /// goes unpublished while its first answer is being made.
+        var watchPending = false
         var sentSummaryVersion = 0
         var peerClosed = false
         var closeWhenFlushed = false
+        /// When the last complete request arrived or answer went out: the
+        /// idle timeout counts from here, so dribbling bytes does not keep
+        /// a connection open.
         var lastActivity = Clock.monotonicNanoseconds
 
         init(id: ConnectionID, socket: FileDescriptor, peer: PeerCredentials) {
@@ -59,7 +69,8 @@ final class ControlLoop {
             if !listening && connections.isEmpty { return }
             var entries: [(FileDescriptor, Poll.Events)] = [(server.wakeup.descriptor, .readable)]
             var ids: [ConnectionID?] = [nil]
-            if listening {
+            let accepting = listening && Clock.monotonicNanoseconds >= acceptPausedUntil
+            if accepting {
                 entries.append((server.listener, .readable))
                 ids.append(nil)
             }
@@ -78,7 +89,7 @@ final class ControlLoop {
                 server.logger.error("Failed to poll control sockets: \(error)")
                 return
             }
-            if listening && ready[1].contains(.readable) { acceptConnections() }
+            if accepting && ready[1].contains(.readable) { acceptConnections() }
             for (index, events) in ready.enumerated() where !events.isEmpty {
                 guard let id = ids[index], let connection = connections[id] else { continue }
                 if events.contains(.writable) { flush(connection) }
@@ -102,10 +113,10 @@ final class ControlLoop {
             connection.output.append(contentsOf: line)
             connection.inFlight = false
             connection.lastActivity = Clock.monotonicNanoseconds
-            if case .watch(let watchID) = action {
+            if case .watch(let watchID, let seen) = action {
                 connection.watchID = watchID
-                connection.sentSummaryVersion = version
-                server.watcherCount.add(1, ordering: .relaxed)
+                connection.watchPending = false
+                connection.sentSummaryVersion = seen
             }
         }
         if let summary {
@@ -138,8 +149,11 @@ final class ControlLoop {
             let deadline = connection.lastActivity + UInt64(idle) * 1_000_000
             earliest = min(earliest ?? deadline, deadline)
         }
-        guard let earliest else { return -1 }
         let now = Clock.monotonicNanoseconds
+        if listening && acceptPausedUntil > now {
+            earliest = min(earliest ?? acceptPausedUntil, acceptPausedUntil)
+        }
+        guard let earliest else { return -1 }
         return earliest <= now ? 0 : Int32(min((earliest - now) / 1_000_000 + 1, 60_000))
     }
 
@@ -150,8 +164,10 @@ final class ControlLoop {
                 guard let accepted = try UnixSocket.accept(server.listener) else { return }
                 socket = accepted
             } catch {
-                // EMFILE and friends: try again on the next event, ignoring for now.
-                server.logger.warning("Failed to accept control connection: \(error), ignoring")
+                // Out of descriptors (EMFILE, ENFILE) or memory: the listener
+                // stays readable, so rest it a second instead of spinning.
+                server.logger.warning("Failed to accept control connection: \(error); pausing new connections for 1 s")
+                acceptPausedUntil = Clock.monotonicNanoseconds + 1_000_000_000
                 return
             }
             guard let peer = try? UnixSocket.peerCredentials(socket) else { continue }
@@ -191,11 +207,18 @@ final class ControlLoop {
             connection.peerClosed = true
             return
         }
-        connection.lastActivity = Clock.monotonicNanoseconds
         if connection.isWatching { return }
-        let offset = connection.inputStart + Int64(connection.input.count)
+        // A read returns at most one sendmsg's descriptors, with the last
+        // bytes it returns (earlier data without descriptors may come in
+        // the same read): they belong to the line holding the last byte.
+        let offset = connection.inputStart + Int64(connection.input.count + result.count - 1)
         for fd in result.descriptors { connection.descriptors.append((offset, fd)) }
         connection.input.append(contentsOf: receiveBuffer[0..<result.count])
+        if connection.descriptors.count > Self.maxPendingDescriptors {
+            connection.descriptors = []
+            connection.send(ControlFailure(.unexpectedDescriptor, "more than \(Self.maxPendingDescriptors) descriptors waiting for their requests; closing").json)
+            connection.closeWhenFlushed = true
+        }
     }
 
     /// Frames complete lines and hands the next request to the handlers;
@@ -220,6 +243,7 @@ final class ControlLoop {
             let attached = connection.descriptors.filter { $0.offset < lineEnd }.map(\.fd)
             connection.descriptors.removeAll { $0.offset < lineEnd }
             consume(connection, count: newline + 1)
+            connection.lastActivity = Clock.monotonicNanoseconds
             if connection.discarding || line.count > server.limits.lineMaxBytes {
                 if !connection.discarding {
                     connection.send(ControlFailure(.lineTooLong, "request line is longer than the limit of \(server.limits.lineMaxBytes) bytes").json)
@@ -247,6 +271,10 @@ final class ControlLoop {
                     continue
                 }
                 connection.inFlight = true
+                if case .watch = request.command {
+                    connection.watchPending = true
+                    server.watcherCount.add(1, ordering: .relaxed)
+                }
                 let incoming = IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer)
                 if direct?(incoming) != true { server.continuation.yield(incoming) }
             }
@@ -256,6 +284,9 @@ final class ControlLoop {
     private func consume(_ connection: Connection, count: Int) {
         connection.input.removeFirst(count)
         connection.inputStart += Int64(count)
+        // Descriptors that came with bytes now gone (a skipped over-long
+        // line) go with them.
+        connection.descriptors.removeAll { $0.offset < connection.inputStart }
     }
 
     private func flush(_ connection: Connection) {
@@ -292,6 +323,6 @@ final class ControlLoop {
 
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
-        if connection.isWatching { server.watcherCount.subtract(1, ordering: .relaxed) }
+        if connection.isWatching || connection.watchPending { server.watcherCount.subtract(1, ordering: .relaxed) }
     }
 }

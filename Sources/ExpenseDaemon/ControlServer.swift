@@ -19,7 +19,9 @@ public enum ResponseAction: Sendable {
     /// Read the connection's next request.
     case next
     /// Stream queue summaries on this connection from now on (`watch`).
-    case watch(id: JSONValue)
+    /// `seenVersion` is the published version current when the answered
+    /// summary was read: anything published later is sent too.
+    case watch(id: JSONValue, seenVersion: Int)
 }
 
 /// Who may use the control socket: root, the daemon's own user, and
@@ -130,7 +132,12 @@ public final class ControlServer: Sendable {
         wakeup.signal()
     }
 
-    /// True when some connection is watching the queue.
+    /// The version of the newest published summary.
+    public func publishedVersion() -> Int {
+        shared.withLock { $0.summaryVersion }
+    }
+
+    /// True when some connection is watching the queue (or asked to).
     public var hasWatchers: Bool { watcherCount.load(ordering: .relaxed) > 0 }
 
     /// Calls `answer` from the socket thread once it has gone round its

@@ -148,6 +148,7 @@ public enum Daemon {
             spool?.stop()
             await server.shutdown()
             await handling.value
+            drainer?.shutdown()
             services.cancelAll()
         }
         withExtendedLifetime(lock) {}

@@ -28,11 +28,12 @@ extension Drainer {
         state.withLock { $0.refreshRequested = false }
         var cursor = try? await store.refreshCursor()
         var fetched = 0
-        for _ in 0..<10_000 {
+        for _ in 0..<10_000 where !isStopping {
             var url = baseURL + "/v1/expenses?limit=500"
             if let cursor { url += "&since=" + Self.percentEncoded(cursor) }
             var headers: [(String, String)] = []
-            if let token = tokens.current().token { headers.append(("Authorization", "Bearer \(token)")) }
+            let (token, _, generation) = tokens.current()
+            if let token { headers.append(("Authorization", "Bearer \(token)")) }
             let response: HTTPResponse
             switch await client.send(HTTPRequest(method: "GET", url: url, headers: headers,
                                                  connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
@@ -46,15 +47,7 @@ extension Drainer {
             markProgress()
             noteContact()
             if response.status == 401 || response.status == 403 {
-                let first = state.withLock { state -> Bool in
-                    defer { state.paused = true; state.lastErrorClass = "auth" }
-                    return !state.paused
-                }
-                if first {
-                    logger.error("Server refused the credentials (\(response.status)); sending is paused until the token file changes or 'expensectl sync'", messageID: .authPaused)
-                }
-                publisher.setServerState(.needsCredentials)
-                return .credentials
+                return pauseForCredentials(refusedGeneration: generation, status: response.status) ? .credentials : nil
             }
             guard (200..<300).contains(response.status) else {
                 logger.warning("Refresh failed: server answered \(ServerError(body: response.body).summary(status: response.status)); trying again at the next refresh")

@@ -6,7 +6,14 @@ import Posix
 extension Drainer {
     /// Sends one job. `nil` means it could not even be sent (its receipt
     /// file is gone); the job is then marked as needing attention.
-    func send(_ job: OutboxJob) async -> Result<HTTPResponse, TransportError>? {
+    /// One job's trip: the answer (nil when it could not even be sent) and
+    /// the generation of the token it carried.
+    struct Sent {
+        let result: Result<HTTPResponse, TransportError>?
+        let tokenGeneration: Int
+    }
+
+    func send(_ job: OutboxJob) async -> Sent {
         let request = SyncRequest.make(for: job, deviceID: store.deviceID)
         var headers = request.headers
         let body: HTTPRequest.Body
@@ -24,21 +31,27 @@ extension Drainer {
                 logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
                              messageID: .needsAttention)
                 try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
-                return nil
+                return Sent(result: nil, tokenGeneration: tokens.generation)
             }
             body = .file(path: path, size: size)
         }
-        let (token, _) = tokens.current()
+        let (token, _, generation) = tokens.current()
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var total = configuration.requestTimeoutMilliseconds
+        if case .receipt(_, let size, _) = request.body {
+            // A large receipt on a slow uplink needs longer than a small
+            // request: 64 KiB/s more. The low-speed limit still ends a stall.
+            total += size * 1000 / (64 * 1024)
+        }
         var http = HTTPRequest(method: request.method, url: baseURL + request.path, headers: headers, body: body,
                                connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
-                               totalTimeoutMilliseconds: configuration.requestTimeoutMilliseconds)
+                               totalTimeoutMilliseconds: total)
         http.lowSpeedSeconds = 30
         FaultPoints.hit("before-send")
         logger.debug("Sending \(job.kind.rawValue) \(request.method) \(request.path)", transactionID: job.transactionID, jobUUID: job.uuid)
         let result = await client.send(http)
         FaultPoints.hit("after-response")
-        return result
+        return Sent(result: result, tokenGeneration: generation)
     }
 
     /// Base64 of the SHA-256 of a file, read in chunks: `Repr-Digest`.
@@ -58,8 +71,8 @@ extension Drainer {
 
     /// Applies the outcome of one send to the store and logs it.
     /// - Returns: why the pass must stop, or nil to carry on.
-    func handle(_ job: OutboxJob, _ result: Result<HTTPResponse, TransportError>?) async -> Stop? {
-        guard let result else {
+    func handle(_ job: OutboxJob, _ sent: Sent) async -> Stop? {
+        guard let result = sent.result else {
             publisher.markChanged()
             return nil
         }
@@ -81,17 +94,8 @@ extension Drainer {
             noteContact()
             if response.status == 401 || response.status == 403 {
                 _ = try? await store.complete(job, .requeue, now: now)
-                let first = state.withLock { state -> Bool in
-                    defer { state.paused = true; state.lastErrorClass = "auth"; state.stats.recordFailure("auth") }
-                    return !state.paused
-                }
-                if first {
-                    logger.error("Server refused the credentials (\(response.status)); sending is paused until the token file changes or 'expensectl sync'",
-                                 messageID: .authPaused)
-                }
-                publisher.setServerState(.needsCredentials)
-                publisher.markChanged()
-                return .credentials
+                // Refused with a token that has been replaced since: try again with the new one.
+                return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
             }
             publisher.setServerState(.ok)
             let update = policy.update(for: job, status: response.status, body: response.body,

@@ -24,6 +24,8 @@ final class Drainer: Sendable {
     struct State: ~Copyable {
         /// The server refused the token: nothing is sent until it changes or `sync`.
         var paused = false
+        /// The token file's generation that was refused.
+        var pausedGeneration = 0
         /// `sync` asked for a pass even while paused.
         var forced = false
         var refreshRequested = false
@@ -37,6 +39,8 @@ final class Drainer: Sendable {
         var unreachable = false
         var stats = SyncStats()
         var timer: Task<Void, Never>?
+        /// The daemon is stopping: claim nothing more.
+        var stopping = false
     }
 
     init(store: Store, baseURL: String, configuration: Configuration, publisher: StatusPublisher, logger: Logger) {
@@ -66,6 +70,16 @@ final class Drainer: Sendable {
         trigger()
     }
 
+    /// Stops sending: requests in flight end at once (their jobs stay
+    /// queued; a resend is a replay) and no more jobs are claimed.
+    func shutdown() {
+        state.withLock { $0.stopping = true }
+        client.shutdown()
+        triggered.finish()
+    }
+
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
     /// True unless a pass has made no progress for longer than one request
     /// may take: the watchdog withholds its ping then.
     func isAlive() -> Bool {
@@ -91,13 +105,15 @@ final class Drainer: Sendable {
     /// or it refuses our credentials; then refresh when due.
     private func pass() async {
         let tokenChanged = tokens.reloadIfChanged()
+        let generation = tokens.generation
         let (paused, forced) = state.withLock { state -> (Bool, Bool) in
-            if tokenChanged && state.paused { state.paused = false }
+            // A token file read since the refusal (here or during a send) ends the pause.
+            if state.paused && generation != state.pausedGeneration { state.paused = false }
             defer { state.forced = false }
             return (state.paused, state.forced)
         }
         if tokenChanged {
-            let (token, problem) = tokens.current()
+            let (token, problem, _) = tokens.current()
             if token != nil { logger.info("Token file read; sending with its token") }
             else if let problem { logger.warning("\(problem); requests go without credentials") }
         }
@@ -107,6 +123,9 @@ final class Drainer: Sendable {
             publisher.setServerState(.unknown)
         }
         begin()
+        // A job whose answer could not be recorded last time (say, a full
+        // disk) is still marked sending; nothing is in flight between passes.
+        try? await store.requeueStranded()
         // The user's pending work first; then what changed elsewhere.
         var stop = await sendEligibleJobs()
         if stop == nil && refreshDue() { stop = await refresh() }
@@ -123,6 +142,28 @@ final class Drainer: Sendable {
             $0.passStarted = Clock.monotonicNanoseconds
             $0.lastProgress = Clock.monotonicNanoseconds
         }
+    }
+
+    /// Pauses sending after the server refused the token of `generation`,
+    /// unless the token file changed since that request went out.
+    /// - Returns: true when this starts a pause (to log it once).
+    func pauseForCredentials(refusedGeneration: Int, status: Int) -> Bool {
+        guard refusedGeneration == tokens.generation else { return false }
+        let first = state.withLock { state -> Bool in
+            defer {
+                state.paused = true
+                state.pausedGeneration = refusedGeneration
+                state.lastErrorClass = "auth"
+                state.stats.recordFailure("auth")
+            }
+            return !state.paused
+        }
+        if first {
+            logger.error("Server refused the credentials (\(status)); sending is paused until the token file changes or 'expensectl sync'",
+                         messageID: .authPaused)
+        }
+        publisher.setServerState(.needsCredentials)
+        return true
     }
 
     /// Notes a transport failure; logs it only when it starts an outage.
@@ -169,7 +210,7 @@ final class Drainer: Sendable {
         await withTaskGroup(of: Stop?.self) { group in
             var inFlight = 0
             func startMore() async {
-                while inFlight < width && stop == nil {
+                while inFlight < width && stop == nil && !isStopping {
                     if claimed.isEmpty && !exhausted {
                         do {
                             claimed = try await store.claim(limit: width * 4, now: Clock.wallMilliseconds)

@@ -46,6 +46,8 @@ public final class ReceiptDirectory: Sendable {
     /// - Throws: ``ReceiptError`` when `source` is not a regular file, is
     ///   empty, larger than `maxBytes`, or not JPEG, PNG or PDF by its bytes.
     public func stage(from source: FileDescriptor, jobUUID: String, maxBytes: Int) throws(ReceiptError) -> StagedReceipt {
+        // The client opened it: it may be write-only or a mere O_PATH handle.
+        guard source.isOpenForReading else { throw .invalid("receipt descriptor is not open for reading") }
         let status: FileStatus
         do { status = try source.status() } catch { throw .io(error) }
         guard status.kind == .regular else { throw .invalid("receipt is not a regular file") }
@@ -76,6 +78,8 @@ public final class ReceiptDirectory: Sendable {
                 if offset > Int64(maxBytes) { throw .tooLarge(limit: maxBytes) }
                 if n == 0 { break }
             }
+            // A file that grew or shrank while it was copied is not the one the client meant.
+            guard offset == status.size else { throw ReceiptError.invalid("receipt changed while it was being read") }
             let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset))
             do {
                 try output.sync()

@@ -217,8 +217,14 @@ final class SpoolIntake: Sendable {
             do {
                 let removal = try await blocking.run { [directory] in try directory.remove(record) }
                 switch removal {
-                case .removed, .gone:
+                case .removed:
                     done.append(record)
+                case .gone:
+                    // Perhaps renamed within the spool: its row keeps it from
+                    // being taken again under the new name (rows match by
+                    // inode, size and time, not by name). Start-up forgets
+                    // rows whose files are gone for good.
+                    break
                 case .replaced(let newName):
                     logger.notice("Spool file '\(record.name.displayName)' was replaced by a new file while being taken; the new one stays as '\(newName.displayName)'",
                                   transactionID: transactionID)

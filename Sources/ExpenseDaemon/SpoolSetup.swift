@@ -85,6 +85,11 @@ enum SpoolSetup {
                 if let status = try directory.status(of: record.name),
                    status.device == record.device && status.inode == record.inode {
                     report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
+                } else if let renamed = try Self.name(of: record, in: directory) {
+                    // Renamed within the spool after it was taken: still the same file.
+                    let moved = SpoolIntakeRecord(device: record.device, inode: record.inode, size: record.size,
+                                                  modified: record.modified, name: renamed)
+                    report(try directory.remove(moved), moved, transactionID: transactionID, intake: intake, logger: logger)
                 }
                 finished.append(record)
             } catch {
@@ -98,6 +103,16 @@ enum SpoolSetup {
         } catch {
             logger.warning("Failed to finish spool intake records: \(error); they are kept, ignoring", transactionID: nil)
         }
+    }
+
+    /// The name a taken file has now, if it is still in the spool under another one.
+    private static func name(of record: SpoolIntakeRecord, in directory: SpoolDirectory) throws(SystemCallError) -> FileName? {
+        for name in try directory.names() {
+            if let status = try directory.status(of: name), status.device == record.device && status.inode == record.inode {
+                return name
+            }
+        }
+        return nil
     }
 
     private static func report(_ removal: SpoolDirectory.Removal, _ record: SpoolIntakeRecord, transactionID: String,

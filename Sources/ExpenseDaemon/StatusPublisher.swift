@@ -28,10 +28,15 @@ public final class StatusPublisher: Sendable {
     }
 
     /// Something may have changed the summary. With nobody to tell (no
-    /// `NOTIFY_SOCKET`, no watcher) this costs one atomic load: draining
+    /// `NOTIFY_SOCKET`, no watcher) this costs almost nothing: draining
     /// calls it for every job.
     public func markChanged() {
-        guard notifying || server.hasWatchers else { return }
+        guard notifying || server.hasWatchers else {
+            // Unpublished: the next summary must go out even if it equals
+            // the last one published.
+            extras.withLock { $0.last = nil }
+            return
+        }
         changed.yield(())
     }
 

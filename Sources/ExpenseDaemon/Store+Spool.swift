@@ -60,7 +60,8 @@ extension Store {
                         "SELECT client_id, size, modified, name FROM spool_intake WHERE device = ? AND inode = ?",
                         [.integer(Int64(bitPattern: file.device)), .integer(Int64(bitPattern: file.inode))]
                     ) { r in (r.string(0), r.int64(1), r.int64(2), r.blob(3) ?? []) }
-                    if let known, known.1 == file.size, known.2 == file.modified, known.3 == file.name.bytes {
+                    // Not by name: a file renamed within the spool is still the file taken.
+                    if let known, known.1 == file.size, known.2 == file.modified {
                         return .alreadyQueued(clientID: known.0)
                     }
                 }

@@ -7,14 +7,18 @@ extension Store {
         receipt_file, receipt_type, receipt_size
         """
 
-    /// A job that may be sent now: queued, due, and not waiting for an
-    /// earlier job of the same expense. A receipt waits for its create only
-    /// (uploads never hold up edits); every other job waits for every
-    /// earlier job but receipts.
+    /// A job that may be sent now: queued, due, not waiting for an earlier
+    /// job of the same expense, and alone in flight for its expense. A
+    /// receipt waits for its create only (an upload never holds up edits);
+    /// every other job waits for every earlier job but receipts. One job
+    /// per expense at a time: an upload and an edit in flight together
+    /// could reach the server in either order, and the upload's new version
+    /// would make the edit look stale.
     static let eligible = """
         state = 'queued' AND next_attempt_at <= ?1
         AND NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.transaction_id = jobs.transaction_id AND p.seq < jobs.seq
             AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind = 'create' ELSE p.kind != 'receipt' END))
+        AND NOT EXISTS (SELECT 1 FROM jobs AS f WHERE f.transaction_id = jobs.transaction_id AND f.state = 'sending')
         """
 
     static func outboxJob(_ r: Row) -> OutboxJob {
@@ -30,9 +34,10 @@ extension Store {
     /// commit. New jobs and retried ones take turns (Postfix's incoming and
     /// deferred queues), so a backlog of failing jobs never starves new ones.
     public func claim(limit: Int, now: Int64) async throws -> [OutboxJob] {
-        // Deferred: after a power loss a job marked sending may be back to
-        // queued, which start-up does anyway.
-        try await database.write(durability: .deferred) { db in
+        // Durable: `sends` must never go back to 0 for a job the server may
+        // hold (a create rewritten after it was sent would reuse its key
+        // with another body). One fsync for the whole batch.
+        try await database.write { db in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)
@@ -43,7 +48,8 @@ extension Store {
                 WHERE (attempts > 0 OR transient_attempts > 0) AND \(Store.eligible)
                 ORDER BY next_attempt_at LIMIT ?2
                 """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
-            let chosen = Lanes.interleave(fresh, retrying, limit: limit)
+            var expenses: Set<String> = []
+            let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
             for job in chosen {
                 try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq = ?", [.integer(job.seq)])
             }
@@ -52,6 +58,33 @@ extension Store {
                 sent.sends += 1
                 return sent
             }
+        }
+    }
+
+    /// Our own upload moved the expense from version n to n + 1. Edits
+    /// still waiting that were made against n are moved to n + 1 too, so
+    /// the server does not take them for stale (a stale currency or tax
+    /// tag is held back as a conflict). Only when nothing else changed the
+    /// expense in between: the answer's version is exactly n + 1.
+    static func rebaseEdits(_ db: Connection, after expense: CanonicalExpense) throws {
+        guard let before = try db.scalarInt("SELECT version FROM expenses WHERE transaction_id = ?", [.text(expense.transactionID)]),
+              Int64(expense.version) == before + 1 else { return }
+        for (seq, payload) in try db.query(
+            "SELECT seq, payload FROM jobs WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued' AND sends = 0",
+            [.text(expense.transactionID)], { ($0.int64(0), JobPayload.decode($0.string(1))) })
+        where payload.baseVersion == Int(before) {
+            try db.execute("UPDATE jobs SET payload = ? WHERE seq = ?",
+                           [.text(try JobPayload.encode(fields: payload.fields, baseVersion: expense.version)), .integer(seq)])
+        }
+    }
+
+    /// Puts back in the queue jobs left `sending` by a pass that could not
+    /// record their answer. Called when no pass runs, so none is in flight.
+    public func requeueStranded() async throws {
+        try await database.write(durability: .deferred) { db in
+            // The counter says whether there is any: no outbox scan in the usual case.
+            guard (try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0) > 0 else { return }
+            try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
         }
     }
 
@@ -82,7 +115,10 @@ extension Store {
         return try await database.write(durability: removesFile ? .durable : .deferred) { db in
             switch update {
             case .applied(let expense):
-                if let expense { try Store.upsert(db, expense, now: now) }
+                if let expense {
+                    if job.kind == .receipt { try Store.rebaseEdits(db, after: expense) }
+                    try Store.upsert(db, expense, now: now)
+                }
                 FaultPoints.hit("between-upsert-and-job-removal")
                 try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
                 try Store.recordLatency(db, milliseconds: now - job.createdMilliseconds)

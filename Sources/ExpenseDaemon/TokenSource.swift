@@ -9,7 +9,17 @@ import Synchronization
 final class TokenSource: Sendable {
     /// The file, or nil when none is configured (requests then go without a token).
     let path: String?
-    private let state = Mutex<(token: String?, stamp: Stamp?, problem: String?, loaded: Bool)>((nil, nil, nil, false))
+    private let state = Mutex(State())
+
+    private struct State {
+        var token: String?
+        var stamp: Stamp?
+        var problem: String?
+        var loaded = false
+        /// Counts the versions of the file read so far: a refusal earned
+        /// with an older version says nothing about the current one.
+        var generation = 0
+    }
 
     /// What identifies a version of the file.
     struct Stamp: Equatable {
@@ -29,11 +39,15 @@ final class TokenSource: Sendable {
     }
 
     /// The current token (reading the file when it changed since last time).
-    /// - Returns: the token, or nil with why (never with the file's content).
-    func current() -> (token: String?, problem: String?) {
+    /// - Returns: the token, or nil with why (never with the file's content),
+    ///   and the generation of the file it came from.
+    func current() -> (token: String?, problem: String?, generation: Int) {
         _ = reloadIfChanged()
-        return state.withLock { ($0.token, $0.problem) }
+        return state.withLock { ($0.token, $0.problem, $0.generation) }
     }
+
+    /// The generation of the last version of the file read.
+    var generation: Int { state.withLock { $0.generation } }
 
     /// Reads the file again if it changed. Returns true when it did.
     @discardableResult
@@ -63,7 +77,13 @@ final class TokenSource: Sendable {
         } catch {
             problem = "cannot read token file '\(path)'"
         }
-        state.withLock { $0 = (token, stamp, problem, true) }
+        state.withLock {
+            $0.token = token
+            $0.stamp = stamp
+            $0.problem = problem
+            $0.loaded = true
+            $0.generation += 1
+        }
         return true
     }
 

@@ -37,21 +37,22 @@ final class Watchdog: Sendable {
     /// systemd when all came, then probes again: one wake-up per tick.
     func run() async {
         var wasHealthy = true
-        let answered = Atomic<Int>(0)
         // The first tick has nothing to check yet: the daemon just started.
         ServiceManager.watchdog()
         while !Task.isCancelled {
-            answered.store(0, ordering: .relaxed)
-            store.probe { answered.add(1, ordering: .relaxed) }
-            server.probe { answered.add(1, ordering: .relaxed) }
-            for probe in probes { probe { answered.add(1, ordering: .relaxed) } }
+            // A fresh tally each tick: an answer that comes a tick late
+            // counts for nothing.
+            let answers = Tally()
+            store.probe { answers.add() }
+            server.probe { answers.add() }
+            for probe in probes { probe { answers.add() } }
             onTick()
             do {
                 try await Task.sleep(for: .milliseconds(intervalMilliseconds))
             } catch {
                 return
             }
-            let healthy = answered.load(ordering: .relaxed) == 2 + probes.count && drainerIsAlive()
+            let healthy = answers.count == 2 + probes.count && drainerIsAlive()
             if healthy {
                 ServiceManager.watchdog()
                 if !wasHealthy { logger.notice("All loops answer again; watchdog pings resumed") }
@@ -60,5 +61,12 @@ final class Watchdog: Sendable {
             }
             wasHealthy = healthy
         }
+    }
+
+    /// Answers to one tick's probes.
+    private final class Tally: Sendable {
+        private let answers = Atomic<Int>(0)
+        func add() { answers.add(1, ordering: .relaxed) }
+        var count: Int { answers.load(ordering: .relaxed) }
     }
 }

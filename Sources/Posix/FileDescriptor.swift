@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import CShims
 
 /// An open file descriptor, closed when the last reference goes away.
 ///
@@ -93,7 +94,8 @@ public final class FileDescriptor: Sendable {
             return n
         }
         let code = errno
-        if code == EINTR { return 0 }
+        // Interrupted before anything moved: try again (0 would mean end of file).
+        if code == EINTR { return try copy(from: source, offset: &offset, count: count) }
         guard code == EINVAL || code == ENOSYS else { throw SystemCallError(call: "sendfile", errno: code) }
         var buffer = [UInt8](repeating: 0, count: min(count, 256 * 1024))
         let got = try source.read(into: &buffer, at: offset)
@@ -162,6 +164,16 @@ public final class FileDescriptor: Sendable {
     public func setNonBlocking(_ on: Bool) throws(SystemCallError) {
         let flags = try retrying("fcntl") { Glibc.fcntl(rawValue, F_GETFL) }
         try retrying("fcntl") { Glibc.fcntl(rawValue, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) }
+    }
+
+    /// True when the descriptor can be read from: opened for reading (not
+    /// write-only) and not an `O_PATH` handle. Checked with `fcntl(F_GETFL)`
+    /// before reading a descriptor someone else opened, so that a read never
+    /// fails with `EBADF` (which this module treats as a programming error).
+    public var isOpenForReading: Bool {
+        let flags = Glibc.fcntl(rawValue, F_GETFL)
+        guard flags >= 0 else { return false }
+        return flags & cshims_o_path() == 0 && flags & O_ACCMODE != O_WRONLY
     }
 
     /// Duplicates the descriptor (`fcntl(F_DUPFD_CLOEXEC)`).

@@ -98,6 +98,11 @@ public final class Connection {
     /// Rows changed by the last statement (`sqlite3_changes64`).
     public var changes: Int { Int(sqlite3_changes64(handle)) }
 
+    /// True while a transaction is open (`sqlite3_get_autocommit` is 0).
+    /// SQLite rolls a whole transaction back by itself on some errors
+    /// (`SQLITE_FULL`, `SQLITE_IOERR`, `SQLITE_NOMEM`): this tells.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// The rowid of the last insert (`sqlite3_last_insert_rowid`).
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

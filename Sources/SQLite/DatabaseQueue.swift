@@ -119,7 +119,17 @@ public final class DatabaseQueue: Sendable {
             defer { state.items = []; state.isScheduled = false }
             return state.items
         }
-        guard !items.isEmpty else { return }
+        var rest = items[...]
+        while !rest.isEmpty { rest = commit(rest) }
+    }
+
+    /// Runs `items` in one transaction and commits it. When SQLite rolls
+    /// the whole transaction back by itself (a full disk, an I/O error),
+    /// every write run so far in it fails with that error and the writes
+    /// not yet run are returned, for a transaction of their own: no write
+    /// ever runs outside a transaction, and none is reported committed
+    /// unless it was.
+    private func commit(_ items: ArraySlice<WriteItem>) -> ArraySlice<WriteItem> {
         let connection = box.connection
         do {
             let durable = items.contains { $0.durable }
@@ -130,10 +140,18 @@ public final class DatabaseQueue: Sendable {
             try connection.execute("BEGIN IMMEDIATE", [])
         } catch {
             for item in items { item.fail(error) }
-            return
+            return []
         }
         let alone = items.count == 1
-        let outcomes = items.map { $0.run(connection, alone) }
+        var outcomes: [(succeeded: Bool, complete: @Sendable (Error?) -> Void)] = []
+        for (offset, item) in items.enumerated() {
+            outcomes.append(item.run(connection, alone))
+            if !connection.isInTransaction {
+                let error = SQLiteError(code: 4, message: "SQLite rolled the shared transaction back after another write failed; nothing of this write was stored")
+                for outcome in outcomes { outcome.complete(error) }
+                return items.dropFirst(offset + 1)
+            }
+        }
         var commitError: Error?
         if alone && !outcomes[0].succeeded {
             // Its own transaction: undo what it did before it threw.
@@ -147,6 +165,7 @@ public final class DatabaseQueue: Sendable {
             }
         }
         for outcome in outcomes { outcome.complete(commitError) }
+        return []
     }
 }
 

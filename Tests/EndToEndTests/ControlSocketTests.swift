@@ -106,6 +106,23 @@ import Testing
         #expect(try daemon.list().isEmpty)
     }
 
+    @Test(arguments: [("write-only", O_WRONLY), ("O_PATH", 0o10000000)] as [(String, Int32)])
+    func receiptDescriptorNotOpenForReading_isRefusedAndTheDaemonCarriesOn(_ name: String, flags: Int32) throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let file = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+        let fd = open(file, flags | O_CLOEXEC)
+        #expect(fd >= 0)
+        let client = try RawClient(path: daemon.socketPath)
+        try client.send(#"{"id":1,"op":"add","receipt":true}"# + "\n", passing: .init(owning: fd))
+        #expect(try client.readJSONLine()["error"]?["code"] == "receipt_invalid", "\(name)")
+        try client.send(Self.good)
+        #expect(try client.readJSONLine()["ok"] == true)
+        #expect(daemon.process?.isRunning == true)
+    }
+
     @Test func receiptThatIsAPipe_isRefusedWithoutBlocking() throws {
         let daemon = DaemonHarness()
         try daemon.start()
@@ -129,6 +146,58 @@ import Testing
         #expect(client.isClosedByPeer())
         #expect(Date().timeIntervalSince(started) < 8)
         #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    @Test func clientThatDribblesBytes_isStillClosedAfterTheIdleTimeout() throws {
+        let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "300ms"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = try RawClient(path: daemon.socketPath, timeout: 10)
+        let started = Date()
+        var closed = false
+        for _ in 0..<50 {
+            do { try client.send("{") } catch { closed = true; break }
+            usleep(50_000)
+            if Date().timeIntervalSince(started) > 1.5 { break }
+        }
+        if !closed {
+            let answer = try client.readJSONLine()
+            #expect(answer["error"]?["code"] == "idle_timeout")
+        }
+        #expect(Date().timeIntervalSince(started) < 2, "a byte now and then does not keep a connection open")
+    }
+
+    @Test func manyDescriptorsWithoutALine_closeTheConnection() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let file = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+        let client = try RawClient(path: daemon.socketPath)
+        for _ in 0..<10 { try? client.send("x", passingFileAt: file) }
+        let answer = try client.readJSONLine()
+        #expect(answer["error"]?["code"] == "unexpected_descriptor")
+        #expect(client.isClosedByPeer())
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    @Test func pipelinedLineThenReceipt_eachGetsItsOwn() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let file = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+        let client = try RawClient(path: daemon.socketPath)
+        for _ in 0..<20 {
+            try client.send(Self.good)
+            try client.send(#"{"id":"r","op":"add","receipt":true}"# + "\n", passingFileAt: file)
+        }
+        for _ in 0..<20 {
+            #expect(try client.readJSONLine()["ok"] == true)
+            let added = try client.readJSONLine()
+            #expect(added["ok"] == true, "\(added.serialized())")
+        }
+        #expect(try daemon.list().count == 20)
     }
 
     @Test func clientThatLeavesMidRequest_doesNotDisturbTheDaemon() throws {

@@ -82,4 +82,16 @@ import Testing
         let digests = try daemon.queuedExpenses().map(\.receiptDigest)
         #expect(Set(digests) == [Self.digest, Hex.encode(SHA256.hash(second))], "the first once, the new one once")
     }
+
+    @Test func crashAfterTheCommit_thenTheFileRenamedInTheSpool_isNotTakenAgain() throws {
+        let daemon = try Self.crash(at: "spool-after-commit")
+        // Someone renames the taken file before the restart: same inode, new name.
+        #expect(rename("\(daemon.spoolDirectory)/crash.jpg", "\(daemon.spoolDirectory)/crash-0001.jpg") == 0)
+        try daemon.start()
+        defer { daemon.stop() }
+        try waitUntil(timeout: 10, "the renamed file to be recognized and removed") { try daemon.spoolEntries().isEmpty }
+        #expect(try daemon.queuedExpenses().count == 1, "one expense, not a second for the new name")
+        #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == 0)
+    }
 }
+

@@ -162,10 +162,12 @@ public final class RawClient: @unchecked Sendable {
         return try JSONValue.parse(line)
     }
 
-    /// True when the daemon has closed the connection (reads end of stream).
+    /// True when the daemon has closed the connection: end of stream, or a
+    /// reset (Linux reports a close with our data still unread as one).
     public func isClosedByPeer() -> Bool {
         var byte: UInt8 = 0
-        return recv(fd, &byte, 1, 0) == 0
+        let n = recv(fd, &byte, 1, 0)
+        return n == 0 || (n < 0 && errno == ECONNRESET)
     }
 }
 

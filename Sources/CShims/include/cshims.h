@@ -44,4 +44,6 @@ int cshims_eventfd(void);
 /* renameat2(2) with RENAME_NOREPLACE: fails with EEXIST rather than
    replace what is at newpath. Returns 0 or -1 with errno set. */
 int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+/* O_PATH, which needs _GNU_SOURCE. */
+int cshims_o_path(void);
 #endif
