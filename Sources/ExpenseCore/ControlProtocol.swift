@@ -247,7 +247,7 @@ private struct Fields {
 
     /// `ref`: a transaction id, a client UUID, or a unique prefix of either.
     func ref() throws(ControlFailure) -> String {
-        guard let ref = try optionalString("ref") else {
+        guard let ref = try optionalString("ref")?.lowercased() else {
             throw ControlFailure(.missingField, "ref is required (a transaction id, a client id, or a prefix of one)", field: "ref")
         }
         guard !ref.isEmpty, ref.utf8.count <= 64,

@@ -118,8 +118,11 @@ public enum Validation {
     public static func checkCreate(_ fields: ExpenseFields, hasReceipt: Bool) throws(FieldError) {
         try check(fields)
         if !hasReceipt {
-            for name in ["merchant", "amount", "currency", "date"] where fields[name] == nil {
-                throw FieldError(field: name, reason: "required for an expense without a receipt")
+            let missing = ["merchant", "amount", "currency", "date"].filter { fields[$0] == nil }
+            if let first = missing.first {
+                let others = missing.dropFirst()
+                throw FieldError(field: first, reason: others.isEmpty ? "required for an expense without a receipt"
+                                 : "required for an expense without a receipt, as are \(others.joined(separator: ", "))")
             }
         }
     }
@@ -166,7 +169,8 @@ public enum Validation {
             guard !fraction.isEmpty, fraction.allSatisfy(isDigit) else { throw FieldError(field: "amount", reason: reason) }
             let allowed = currency.flatMap(Currency.minorUnits) ?? 4
             if fraction.count > allowed {
-                throw FieldError(field: "amount", reason: "has \(fraction.count) fraction digits; \(currency ?? "no currency") allows \(allowed)")
+                let digits = fraction.count == 1 ? "1 fraction digit" : "\(fraction.count) fraction digits"
+                throw FieldError(field: "amount", reason: "has \(digits); \(currency ?? "no currency") allows \(allowed)")
             }
         }
     }

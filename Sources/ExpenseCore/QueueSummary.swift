@@ -39,9 +39,10 @@ public struct QueueSummary: Sendable, Equatable {
         return text
     }
 
-    /// A short age: "45s", "12m", "3h", "2d".
+    /// A short age: "250ms", "45s", "12m", "3h", "2d".
     public static func age(milliseconds: Int64) -> String {
-        let seconds = max(0, milliseconds / 1000)
+        if milliseconds < 1000 { return "\(max(0, milliseconds))ms" }
+        let seconds = milliseconds / 1000
         if seconds < 60 { return "\(seconds)s" }
         if seconds < 3600 { return "\(seconds / 60)m" }
         if seconds < 86400 { return "\(seconds / 3600)h" }

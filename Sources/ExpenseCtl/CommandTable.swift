@@ -4,6 +4,8 @@ struct Option: Sendable {
     /// `nil` for a flag without a value.
     let valueName: String?
     let help: String
+    /// Shown without brackets in the usage line (the subcommand checks it).
+    var isRequired = false
 }
 
 /// A subcommand: what it is called, what it takes, and what it does. One
@@ -28,7 +30,10 @@ struct Subcommand: Sendable {
 
     var usage: String {
         var text = "expensectl \(name)"
-        for option in options { text += " [\(option.name)\(option.valueName.map { " \($0)" } ?? "")]" }
+        for option in options {
+            let spelled = option.name + (option.valueName.map { " \($0)" } ?? "")
+            text += option.isRequired ? " \(spelled)" : " [\(spelled)]"
+        }
         for argument in arguments { text += " <\(argument.name)>" }
         return text
     }

@@ -34,6 +34,7 @@ let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, o
 let subcommands: [Subcommand] = [
     Subcommand("add", "Queue a new expense, with or without a receipt.",
                options: fieldOptions + [
+                   Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag"),
                    Option(name: "--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach"),
                    Option(name: "--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add"),
                ],
@@ -65,7 +66,7 @@ let subcommands: [Subcommand] = [
                    """, run: runEdit),
     Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], run: runDelete),
     Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
-               options: [Option(name: "--take", valueName: "server|mine", help: "whose values to keep (required)")],
+               options: [Option(name: "--take", valueName: "server|mine", help: "whose values to keep (required)", isRequired: true)],
                run: runResolve),
 ]
 
@@ -77,7 +78,7 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
-    let clientID = invocation.value("--client-id") ?? ClientID.make()
+    let clientID = invocation.value("--client-id")?.lowercased() ?? ClientID.make()
     guard ClientID.isCanonical(clientID) else {
         throw ClientError(status: .usage, message: "--client-id must be a lowercase UUID")
     }
@@ -97,7 +98,12 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
         // The answer was lost; the same client id makes the retry safe.
         result = try context.connect().call(request, passing: receipt)
     }
-    if context.json { context.printJSON(result) } else { Output.out(result.text("transaction_id")) }
+    if context.json { context.printJSON(result) } else {
+        Output.out(result.text("transaction_id"))
+        if result["duplicate"]?.boolValue == true {
+            Output.error("expensectl: this client id was added before (\(result.text("state"))); the fields given now were not used")
+        }
+    }
     return .success
 }
 
@@ -116,6 +122,7 @@ func openReceipt(_ path: String) throws -> FileDescriptor {
         }
         var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
         let n = try fd.read(into: &head, at: 0)
+        guard n > 0 else { throw ClientError(status: .dataError, message: "receipt '\(path)' is empty") }
         guard ReceiptKind.detect(head.prefix(n)) != nil else {
             throw ClientError(status: .dataError, message: "receipt '\(path)' is not a JPEG, PNG or PDF file")
         }
@@ -153,7 +160,7 @@ func amountText(_ expense: JSONValue) -> String {
 }
 
 func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let result = try context.connect().call(["op": "show", "ref": .string(invocation.positional[0])])
+    let result = try context.connect().call(["op": "show", "ref": .string(invocation.positional[0].lowercased())])
     if context.json {
         context.printJSON(result)
         return .success
@@ -182,27 +189,34 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     var text = lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 16 - $0.0.count)) + $0.1 }.joined(separator: "\n")
     let jobs = result["jobs"]?.arrayValue ?? []
     if !jobs.isEmpty {
-        var table = Table(headers: ["JOB", "KIND", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"])
+        var table = Table(headers: ["JOB", "KIND", "STATE", "FAILED ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"])
         for job in jobs {
             var lastError = job.text("last_error")
             if let errorClass = job["last_error_class"]?.stringValue { lastError = "[\(errorClass)] " + lastError }
-            table.rows.append([String(job.text("uuid").prefix(8)), job.text("kind"), job.text("state"),
-                               "\(job.text("attempts"))+\(job.text("transient_attempts"))", job.text("next_attempt_at"), lastError])
+            let rejected = job["attempts"]?.intValue ?? 0, transient = job["transient_attempts"]?.intValue ?? 0
+            var attempts = [rejected > 0 ? "\(rejected) rejected" : nil, transient > 0 ? "\(transient) transient" : nil].compactMap { $0 }.joined(separator: ", ")
+            if attempts.isEmpty { attempts = "0" }
+            let waiting = job["state"] == "needs_attention" ? "-" : job.text("next_attempt_at")
+            table.rows.append([String(job.text("uuid").prefix(8)), job.text("kind"), job.text("state"), attempts, waiting, lastError])
         }
         text += "\n\nPending jobs:\n" + table.rendered
+        if jobs.contains(where: { $0["state"] == "needs_attention" }) {
+            let id = result.text("transaction_id")
+            text += "\n\nNot tried again until you decide: fix the cause, then 'expensectl retry \(id)'; or drop the pending work with 'expensectl discard \(id)'."
+        }
     }
     Output.out(text)
     return .success
 }
 
 func runRetry(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let result = try context.connect().call(["op": "retry", "ref": .string(invocation.positional[0])])
+    let result = try context.connect().call(["op": "retry", "ref": .string(invocation.positional[0].lowercased())])
     if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): queued to send now") }
     return .success
 }
 
 func runDiscard(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let result = try context.connect().call(["op": "discard", "ref": .string(invocation.positional[0])])
+    let result = try context.connect().call(["op": "discard", "ref": .string(invocation.positional[0].lowercased())])
     if context.json { context.printJSON(result) } else {
         Output.out("\(result.text("transaction_id")): discarded \(result.text("discarded")) pending job(s)")
     }
@@ -225,7 +239,11 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     }
     for (key, label) in [("last_contact_at", "Last contact"), ("last_error_class", "Last error"), ("spool_rejected", "Spool rejected"),
                          ("state_dir", "State directory"), ("spool_dir", "Spool directory")] where result[key] != nil {
-        lines.append((label, result.text(key)))
+        var value = result.text(key)
+        if key == "spool_rejected", (result[key]?.intValue ?? 0) > 0, let spool = result["spool_dir"]?.stringValue {
+            value += " since start (in \(spool)/rejected/, each with a .reason file)"
+        }
+        lines.append((label, value))
     }
     Output.out(lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 17 - $0.0.count)) + $0.1 }.joined(separator: "\n"))
     return .success
@@ -260,6 +278,9 @@ extension String {
 
 func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     var timeout: Double?
+    if invocation.value("--timeout") != nil && !invocation.has("--wait") {
+        throw ClientError(status: .usage, message: "--timeout applies to --wait only")
+    }
     if let text = invocation.value("--timeout") {
         guard let seconds = Double(text), seconds > 0 else { throw ClientError(status: .usage, message: "--timeout must be a positive number of seconds") }
         timeout = seconds
@@ -274,22 +295,29 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0 * 1e9) }
     try client.send(["op": "watch"])
     let progress = Terminal.isTerminal(1) && !context.json
+    var last: JSONValue = .null
     while true {
         if let deadline, Clock.monotonicNanoseconds > deadline {
             if progress { Output.raw("\n") }
-            throw ClientError(status: .tempFailure, message: "still sending after \(invocation.value("--timeout") ?? "")s; the queue keeps draining in the background")
+            let left = (last["queued"]?.intValue ?? 0) + (last["sending"]?.intValue ?? 0)
+            let why = last["server"] == "unreachable"
+                ? "the server is unreachable; the queue drains once it answers again"
+                : "the queue keeps draining in the background"
+            throw ClientError(status: .tempFailure, message: "\(left) still pending after \(invocation.value("--timeout") ?? "")s: \(why)")
         }
         guard let summary = try client.readLine(timeoutMilliseconds: 200).map({ try client.result(of: $0) }) else { continue }
+        last = summary
         let queued = summary["queued"]?.intValue ?? 0, sending = summary["sending"]?.intValue ?? 0
         let attention = summary["needs_attention"]?.intValue ?? 0
-        if progress { Output.raw("\r\u{1B}[K\(queued) queued, \(sending) sending, \(attention) need attention") }
+        let unreachable = summary["server"] == "unreachable" ? "; server unreachable, waiting for it" : ""
+        if progress { Output.raw("\r\u{1B}[K\(queued) queued, \(sending) sending, \(attention) need attention\(unreachable)") }
         if summary["server"] == "needs_credentials" {
             if progress { Output.raw("\n") }
             throw ClientError(status: .noPermission, message: "the server refused the credentials; fix the token file, then run 'expensectl sync'")
         }
         if queued + sending == 0 {
             if progress { Output.raw("\n") }
-            if context.json { Output.out(summary.serialized()) } else {
+            if context.json { context.printJSON(summary) } else {
                 Output.out(attention > 0 ? "Done; \(attention) need attention (see 'expensectl list')." : "Done; everything is synced.")
             }
             return .success
@@ -328,13 +356,13 @@ func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     }
     var set: [String: JSONValue] = [:]
     for name in changes.setNames { set[name] = .string(changes[name]!) }
-    let result = try context.connect().call(["op": "edit", "ref": .string(invocation.positional[0]), "set": .object(set)])
+    let result = try context.connect().call(["op": "edit", "ref": .string(invocation.positional[0].lowercased()), "set": .object(set)])
     if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): edited (\(result.text("state")))") }
     return .success
 }
 
 func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let result = try context.connect().call(["op": "delete", "ref": .string(invocation.positional[0])])
+    let result = try context.connect().call(["op": "delete", "ref": .string(invocation.positional[0].lowercased())])
     if context.json { context.printJSON(result) } else {
         let how = result["sent_nothing"]?.boolValue == true ? "deleted (it never reached the server; nothing is sent)" : "delete queued"
         Output.out("\(result.text("transaction_id")): \(how)")
@@ -345,7 +373,7 @@ func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
 func runResolve(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     guard let take = invocation.value("--take") else { throw ClientError(status: .usage, message: "resolve needs --take server or --take mine") }
     guard take == "server" || take == "mine" else { throw ClientError(status: .usage, message: "--take must be 'server' or 'mine'") }
-    let result = try context.connect().call(["op": "resolve", "ref": .string(invocation.positional[0]), "take": .string(take)])
+    let result = try context.connect().call(["op": "resolve", "ref": .string(invocation.positional[0].lowercased()), "take": .string(take)])
     if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): keeping \(take == "mine" ? "your" : "the server's") values") }
     return .success
 }

@@ -106,6 +106,10 @@ final class ControlClient {
         if response["ok"]?.boolValue == true { return response["result"] ?? .null }
         let code = response["error"]?["code"]?.stringValue ?? "unknown"
         let message = response["error"]?["message"]?.stringValue ?? "no message"
+        if code == "invalid_field" && response["error"]?["field"] == "ref" {
+            // An id no expense can have: to a person, simply no such expense.
+            throw ClientError(status: .refused, message: "that is not an expense id: use a transaction id (cp-…), a client UUID, or a prefix of one")
+        }
         throw ClientError(status: ExitStatus(errorCode: code), message: message)
     }
 }

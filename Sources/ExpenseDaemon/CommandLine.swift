@@ -85,28 +85,24 @@ extension Configuration {
 
     /// `expensed --help`.
     public static var helpText: String {
+        var rows: [(String, String)] = [("--config FILE", "configuration file (default /etc/expensed/expensed.conf)")]
+        rows += keys.map { ("\($0.flag) \($0.valueName)", $0.help) }
+        rows += [("-h, --help", "show this help"), ("--version", "show the version")]
+        let width = rows.map(\.0.count).max() ?? 20
         var text = """
             OVERVIEW: Keep expenses and receipts durably queued and sync them to an expense server.
 
             USAGE: expensed [--config FILE] [options]
 
             Runs in the foreground (systemd Type=notify). Options override the
-            configuration file (default /etc/expensed/expensed.conf, see expensed.conf(5)).
+            configuration file (see expensed.conf(5)).
 
             OPTIONS:
-              --config FILE             configuration file (default /etc/expensed/expensed.conf)
 
             """
-        let width = keys.map { $0.flag.count + $0.valueName.count + 1 }.max() ?? 20
-        for key in keys {
-            let left = "\(key.flag) \(key.valueName)"
-            text += "  " + left + String(repeating: " ", count: max(2, width + 2 - left.count)) + key.help + "\n"
+        for (left, help) in rows {
+            text += "  " + left + String(repeating: " ", count: width + 2 - left.count) + help + "\n"
         }
-        text += """
-              -h, --help                show this help
-              --version                 show the version
-
-            """
         return text
     }
 }

@@ -183,7 +183,7 @@ final class ControlHandler: Sendable {
         return [
             "transaction_id": .string(result.transactionID),
             "client_id": .string(result.clientID),
-            "state": "queued",
+            "state": .string(result.state.rawValue),
             "receipt": .string(result.hasReceipt ? "pending" : "none"),
             "duplicate": .bool(!result.isNew),
         ]

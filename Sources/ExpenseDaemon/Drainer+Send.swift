@@ -79,13 +79,10 @@ extension Drainer {
         let now = Clock.wallMilliseconds
         switch result {
         case .failure(let error):
-            if error.requestSent {
-                _ = try? await store.complete(job, .requeue, now: now)
-            } else {
-                // Nothing left this machine: the job is as if never sent, and
-                // an edit made meanwhile may still merge into it.
-                try? await store.release([job])
-            }
+            // Back to the queue with no attempt counted, saying why (show
+            // tells). When nothing left this machine the job counts as never
+            // sent, so an edit made meanwhile may still merge into it.
+            try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)
             noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
                             transactionID: job.transactionID, jobUUID: job.uuid)
             publisher.markChanged()
@@ -93,11 +90,17 @@ extension Drainer {
         case .success(let response):
             noteContact()
             if response.status == 401 || response.status == 403 {
-                _ = try? await store.complete(job, .requeue, now: now)
+                try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
+                                         errorClass: "auth", wasSent: true)
                 // Refused with a token that has been replaced since: try again with the new one.
                 return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
             }
             publisher.setServerState(.ok)
+            if response.status == 410 {
+                // The server says the expense is gone: the cache follows at
+                // once, not at the next refresh.
+                try? await store.markDeletedOnServer(job.transactionID, now: now)
+            }
             let update = policy.update(for: job, status: response.status, body: response.body,
                                        retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) })
             let file: String?

@@ -27,6 +27,9 @@ public final class Logger: Sendable {
     let toJournal: Bool
     let identifier: String
     let threshold: Priority
+    /// `<N>` priority prefixes, for journald and syslog reading stderr;
+    /// a person at a terminal gets the plain lines.
+    let prefixes = isatty(2) == 0
 
     public init(target: Configuration.LogTarget, identifier: String = "expensed", threshold: Priority = .info) {
         switch target {
@@ -55,7 +58,7 @@ public final class Logger: Sendable {
             if Journal.send(entry) { return }
         }
         // One write(2) per line, so lines from several threads never interleave.
-        let line = Array("<\(priority.rawValue)>\(text.replacingControlCharacters())\n".utf8)
+        let line = Array("\(prefixes ? "<\(priority.rawValue)>" : "")\(text.replacingControlCharacters())\n".utf8)
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 

@@ -8,6 +8,8 @@ public struct EnqueueResult: Sendable, Equatable {
     /// False when the client id was already known: the add was a retry.
     public let isNew: Bool
     public let hasReceipt: Bool
+    /// `queued` for a new add; for a retried one, where that expense is now.
+    public var state: ExpenseView.State = .queued
 }
 
 extension Store {
@@ -42,7 +44,8 @@ extension Store {
                 [.text(transactionID)]) ?? 0
             if known > 0 {
                 let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
-                return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0)
+                let state = try Store.view(db, transactionID: transactionID)?.state ?? .synced
+                return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0, state: state)
             }
             try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
             return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)

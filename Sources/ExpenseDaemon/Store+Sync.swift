@@ -88,6 +88,26 @@ extension Store {
         }
     }
 
+    /// Puts a job back in the queue without counting an attempt, noting why
+    /// (a transport failure, refused credentials). `wasSent: false` undoes
+    /// the claim's count of sends: not one byte reached the server.
+    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws {
+        try await database.write(durability: .deferred) { db in
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', last_error = ?, last_error_class = ?,
+                    sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
+                WHERE seq = ? AND state = 'sending'
+                """, [.text(error), .text(errorClass), .bool(wasSent), .integer(job.seq)])
+        }
+    }
+
+    /// Marks a cached expense deleted, as the server answered (`410`).
+    public func markDeletedOnServer(_ transactionID: String, now: Int64) async throws {
+        try await database.write(durability: .deferred) { db in
+            try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?", [.integer(now), .text(transactionID)])
+        }
+    }
+
     /// Returns claimed jobs that were never handed to the network.
     public func release(_ jobs: [OutboxJob]) async throws {
         guard !jobs.isEmpty else { return }

@@ -1,7 +1,7 @@
 /// `expense-server --help`, laid out like argument-parser's.
 enum ServerHelp {
     static let text = """
-        OVERVIEW: The reference expense backend: the HTTP API of contract.md, stored in SQLite.
+        OVERVIEW: The reference expense backend: the HTTP API of docs/contract.md, stored in SQLite.
 
         USAGE: expense-server serve --data-dir DIR [--listen HOST:PORT] [options]
                expense-server user add NAME --data-dir DIR

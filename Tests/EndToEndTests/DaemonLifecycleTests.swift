@@ -65,6 +65,25 @@ import Testing
         #expect(again.stderr.contains("no expense matches"))
     }
 
+    @Test func addWithAClientIDAgain_isTheSameExpenseAndSaysSo() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let clientID = ClientID.make()
+        let first = try daemon.ctl(["add", "--merchant", "A", "--amount", "1.00", "--currency", "EUR", "--date", "2026-01-01", "--client-id", clientID.uppercased()])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.isEmpty)
+        let again = try daemon.ctl(["add", "--merchant", "B", "--amount", "2.00", "--currency", "EUR", "--date", "2026-01-02", "--client-id", clientID])
+        #expect(again.status == 0)
+        #expect(again.stdout == first.stdout)
+        #expect(again.stderr.contains("was added before (queued); the fields given now were not used"))
+        #expect(try daemon.list().map { $0["merchant"] } == ["A"])
+        #expect(try daemon.ctl(["show", first.stdout.trimmingCharacters(in: .whitespacesAndNewlines).uppercased()]).status == 0, "ids are case-insensitive")
+        let bad = try daemon.ctl(["show", "cp-zzz"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("not an expense id"))
+    }
+
     @Test func secondDaemonOnTheSameStateDirectory_refusesToStart() throws {
         let daemon = DaemonHarness()
         try daemon.start()

@@ -215,6 +215,24 @@ import Testing
         _ = gone
     }
 
+    @Test func editOfAnExpenseDeletedOnTheServer_needsAttentionAndDiscardHidesIt() throws {
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.add(sync.daemon)
+        try sync.waitUntilDrained()
+        // Deleted elsewhere; this device has not refreshed since.
+        #expect(try sync.serverRequest("DELETE", "/v1/expenses/\(id)", key: ClientID.make()).status == 200)
+        try Self.edit(sync.daemon, id, ["--comment", "late note"])
+        try waitUntil(timeout: 20, "the edit to need attention") { try sync.daemon.list().first?["state"] == "needs_attention" }
+        let job = try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first
+        #expect(job?["last_error"]?.stringValue?.hasPrefix("410") == true)
+        let shown = try sync.daemon.ctl(["show", id])
+        #expect(shown.stdout.contains("expensectl discard \(id)"), "show says what to do")
+        #expect(try sync.daemon.ctl(["discard", id]).status == 0)
+        #expect(try sync.daemon.list().isEmpty, "the server's 410 hid the expense without waiting for a refresh")
+    }
+
     @Test func editCrashWindows_converge() throws {
         for point in ["before-send", "after-response"] {
             let sync = try SyncHarness()

@@ -35,6 +35,12 @@ import Testing
         #expect(offline.allSatisfy { $0["state"] == "queued" || $0["state"] == "sending" })
         let status = try sync.daemon.ctlJSON(["status"])
         #expect(status["server"] == "unreachable")
+        try waitUntil(timeout: 10, "a job to say why it waits") {
+            try sync.daemon.ctlJSON(["show", ids[0]])["jobs"]?.arrayValue?.first?["last_error_class"] == "transport"
+        }
+        let waiting = try sync.daemon.ctlJSON(["show", ids[0]])["jobs"]?.arrayValue?.first
+        #expect(waiting?["attempts"] == 0, "no attempt counted for a transport failure")
+        #expect(waiting?["last_error"]?.stringValue?.hasPrefix("no answer:") == true)
 
         try sync.startServer()
         let started = Date()
