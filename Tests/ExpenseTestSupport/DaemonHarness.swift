@@ -105,16 +105,7 @@ public final class RawClient: @unchecked Sendable {
     public init(path: String, timeout: Double = 30) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let rc = withUnixAddress(path) { connect(fd, $0, $1) }
         guard rc == 0 else {
             // deinit closes fd (the object is fully initialized, so it runs
             // even though init throws); closing it here too would close

@@ -9,16 +9,7 @@ public final class NotifyListener: @unchecked Sendable {
     public init(path: String) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let rc = withUnixAddress(path) { bind(fd, $0, $1) }
         guard rc == 0 else { throw TestFailure("bind \(path): \(String(cString: strerror(errno)))") }
         var tv = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -40,5 +31,20 @@ public final class NotifyListener: @unchecked Sendable {
             }
         }
         return messages
+    }
+}
+
+/// Calls `body` with a `sockaddr_un` for `path` and its length: for
+/// `bind(2)` and `connect(2)` on Unix sockets in tests.
+func withUnixAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        let bytes = Array(path.utf8.prefix(raw.count - 1))
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }
