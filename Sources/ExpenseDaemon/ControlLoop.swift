@@ -40,6 +40,10 @@ final class ControlLoop {
         /// idle timeout counts from here, so dribbling bytes does not keep
         /// a connection open.
         var lastActivity = Clock.monotonicNanoseconds
+        /// When waiting output last shrank, or began to wait: a peer that
+        /// reads none of it for the idle timeout is dropped, so one that
+        /// only writes cannot hold the connection (and its buffers) forever.
+        var lastWriteProgress = Clock.monotonicNanoseconds
 
         init(id: ConnectionID, socket: FileDescriptor, peer: PeerCredentials) {
             self.id = id
@@ -50,8 +54,14 @@ final class ControlLoop {
         var isWatching: Bool { watchID != nil }
 
         func send(_ value: JSONValue) {
-            output.append(contentsOf: value.serializedBytes())
-            output.append(0x0A)
+            var line = value.serializedBytes()
+            line.append(0x0A)
+            queue(line)
+        }
+
+        func queue(_ line: [UInt8]) {
+            if output.isEmpty { lastWriteProgress = Clock.monotonicNanoseconds }
+            output.append(contentsOf: line)
         }
     }
 
@@ -95,7 +105,7 @@ final class ControlLoop {
                 if events.contains(.writable) { flush(connection) }
                 if !events.intersection([.readable, .hangUp, .error]).isEmpty { receive(connection) }
             }
-            enforceIdleTimeouts()
+            enforceTimeouts()
             for connection in Array(connections.values) { processLines(connection); closeIfDone(connection) }
         }
     }
@@ -110,7 +120,7 @@ final class ControlLoop {
         }
         for (id, line, action) in responses {
             guard let connection = connections[id] else { continue }
-            connection.output.append(contentsOf: line)
+            connection.queue(line)
             connection.inFlight = false
             connection.lastActivity = Clock.monotonicNanoseconds
             if case .watch(let watchID, let seen) = action {
@@ -142,12 +152,20 @@ final class ControlLoop {
         return true
     }
 
+    /// Until the next deadline `enforceTimeouts` acts on; each one it
+    /// acts on is gone afterwards, so the loop never spins on a past one.
     private func pollTimeout() -> Int32 {
-        let idle = server.limits.idleTimeoutMilliseconds
+        let idle = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         var earliest: UInt64?
-        for connection in connections.values where !connection.inFlight && !connection.isWatching {
-            let deadline = connection.lastActivity + UInt64(idle) * 1_000_000
-            earliest = min(earliest ?? deadline, deadline)
+        for connection in connections.values {
+            if !connection.output.isEmpty {
+                let deadline = connection.lastWriteProgress + idle
+                earliest = min(earliest ?? deadline, deadline)
+            }
+            if awaitsRequest(connection) {
+                let deadline = connection.lastActivity + idle
+                earliest = min(earliest ?? deadline, deadline)
+            }
         }
         let now = Clock.monotonicNanoseconds
         if listening && acceptPausedUntil > now {
@@ -294,6 +312,7 @@ final class ControlLoop {
             do {
                 let n = try connection.socket.writeSome(connection.output)
                 connection.output.removeFirst(n)
+                if n > 0 { connection.lastWriteProgress = Clock.monotonicNanoseconds }
             } catch {
                 if error.wouldBlock { return }
                 close(connection)
@@ -302,11 +321,25 @@ final class ControlLoop {
         }
     }
 
-    private func enforceIdleTimeouts() {
+    /// Whether the idle timeout runs: the connection owes us its next request.
+    private func awaitsRequest(_ connection: Connection) -> Bool {
+        !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed
+    }
+
+    /// Closes connections whose peer read none of their waiting answers for
+    /// the idle timeout (no last word: it would not be read either), and
+    /// tells connections without a complete request for as long that they
+    /// are closing.
+    private func enforceTimeouts() {
         let limit = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         let now = Clock.monotonicNanoseconds
-        for connection in connections.values where !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed {
-            if now - connection.lastActivity >= limit {
+        for connection in Array(connections.values) {
+            if !connection.output.isEmpty && now - connection.lastWriteProgress >= limit {
+                server.logger.notice("Closed control connection from pid \(connection.peer.pid): it read none of \(connection.output.count) bytes of answers for \(server.limits.idleTimeoutMilliseconds) ms")
+                close(connection)
+                continue
+            }
+            if awaitsRequest(connection) && now - connection.lastActivity >= limit {
                 connection.send(ControlFailure(.idleTimeout, "no complete request for \(server.limits.idleTimeoutMilliseconds) ms; closing").json)
                 connection.closeWhenFlushed = true
                 flush(connection)

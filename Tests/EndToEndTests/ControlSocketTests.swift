@@ -148,6 +148,46 @@ import Testing
         #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
+    @Test func clientThatWritesButNeverReads_isDroppedAndTheDaemonStaysIdle() throws {
+        let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "500ms"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.process?.pid)
+        let client = try RawClient(path: daemon.socketPath, timeout: 10)
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        // Requests until the daemon stops reading (its unread answers pass
+        // the high-water mark) and the socket fills, or it hangs up.
+        let batch = String(repeating: Self.good, count: 1000)
+        var sent = 0
+        while sent < 200_000, (try? client.send(batch)) != nil { sent += 1000 }
+        #expect(sent < 200_000, "the daemon stops taking requests whose answers go unread")
+        // Neither reading nor closing: the daemon must not spin meanwhile.
+        let before = try cpuSeconds(pid)
+        sleep(2)
+        let used = try cpuSeconds(pid) - before
+        #expect(used < 0.5, "daemon used \(used) s of CPU in 2 s with one stalled client")
+        try waitUntil("the daemon to log the dropped connection") { daemon.log.contains("it read none of") }
+        #expect(try daemon.request(["op": "status"])["ok"] == true, "other clients are served")
+        // What was written before the hang-up is still readable, then the end.
+        var answers = 0
+        while let line = try? client.readLine() {
+            #expect(try JSONValue.parse(line)["ok"] == true)
+            answers += 1
+        }
+        #expect(answers > 0 && answers < sent)
+    }
+
+    /// User plus system time the process has used, from `/proc/PID/stat`.
+    func cpuSeconds(_ pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name (which is in parentheses); utime
+        // and stime are the 14th and 15th fields of the whole line.
+        let fields = try #require(stat.split(separator: ")").last?.split(separator: " "))
+        let ticks = try #require(Double(fields[11])) + (try #require(Double(fields[12])))
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     @Test func clientThatDribblesBytes_isStillClosedAfterTheIdleTimeout() throws {
         let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "300ms"])
         try daemon.start()

@@ -25,6 +25,13 @@ import Testing
         try daemon.request(["op": "status"])["result"]?["spool_rejected"]?.intValue
     }
 
+    /// The status count follows the move into `rejected/` by a moment.
+    func waitForRejectedCount(_ count: Int64) throws {
+        try waitUntil("status to count \(count) rejected files") {
+            try rejectedCount() == count
+        }
+    }
+
     /// Stops the daemon for the length of `body` (it reads no events), so a
     /// test can set things up that it must see only afterwards.
     func whilePaused(_ body: () throws -> Void) rethrows {
@@ -60,7 +67,7 @@ import Testing
         #expect(try reason("moved.json").contains("reason: is a symbolic link\n"))
         #expect(try FileSystem.status("\(spool)/rejected/made.jpg", followLinks: false).kind == .symbolicLink, "moved, not copied")
         #expect(watches.allSatisfy { $0.events.isEmpty }, "the daemon never opened what the links point to")
-        #expect(try rejectedCount() == 2)
+        try waitForRejectedCount(2)
     }
 
     @Test func fifo_isRejectedUnopenedAndTheDaemonCarriesOn() throws {
@@ -140,7 +147,7 @@ import Testing
         #expect(try reason("photo.pdf").contains("reason: is named .pdf but its first bytes are those of a JPEG file\n"))
         #expect(try reason("text.jpg").contains("reason: its first bytes are not those of a JPEG, PNG or PDF file\n"))
         #expect(try reason("empty.png").contains("reason: is empty\n"))
-        #expect(try rejectedCount() == 3)
+        try waitForRejectedCount(3)
     }
 
     @Test func malformedSidecar_isRejectedWithItsReceipt() throws {
@@ -247,7 +254,7 @@ import Testing
         for (file, round) in [("same.gif", 0), ("same.gif.1", 1), ("same.gif.2", 2)] {
             #expect(FileManager.default.contents(atPath: "\(spool)/rejected/\(file)") == Data("round \(round)".utf8))
         }
-        #expect(try rejectedCount() == 3)
+        try waitForRejectedCount(3)
     }
 }
 

@@ -161,7 +161,10 @@ import Testing
         #expect(try daemon.spoolEntries().isEmpty, "the spool is otherwise empty")
         #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == 0)
         #expect(daemon.receiptFiles().count == queued.filter { $0.receiptDigest != nil }.count, "no stray receipt copy")
-        #expect(try daemon.request(["op": "status"])["result"]?["spool_rejected"]?.intValue == Int64(expectedRejected.count))
+        // The status count follows the move into `rejected/` by a moment.
+        try waitUntil("status to count \(expectedRejected.count) rejected files") {
+            try daemon.request(["op": "status"])["result"]?["spool_rejected"]?.intValue == Int64(expectedRejected.count)
+        }
     }
 
     @Test func filesDroppedWhileTheDaemonIsStopped_areTakenAtStartUp() throws {
