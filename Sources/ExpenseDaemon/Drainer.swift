@@ -197,43 +197,67 @@ final class Drainer: Sendable {
     /// Why a pass stopped before the outbox was empty.
     enum Stop: Equatable { case unreachable, credentials }
 
-    /// Keeps `concurrency` requests in flight, claiming jobs in small
-    /// batches. Each child sends its job and records the answer, so the
-    /// commits of several answers share one group commit and a new request
-    /// starts as soon as one ends. Jobs claimed but not sent when the pass
-    /// stops go back to the queue.
+    /// One child task's news to the pass.
+    private enum PassEvent: Sendable {
+        case claimed([OutboxJob])
+        case answered(OutboxJob, Sent)
+        case recorded(Stop?)
+    }
+
+    /// Keeps `concurrency` requests on the wire: the HTTP client has that
+    /// many connections and holds up to as many more requests ready, so a
+    /// connection that frees takes the next one without waiting for this
+    /// task. A request's place is free as soon as its answer arrives:
+    /// recording it (its commit shares a group commit with others) runs
+    /// beside the next requests, at most `concurrency` at a time. The next
+    /// batch of jobs is claimed while the current one is still being sent.
+    /// Jobs claimed but not sent when the pass stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
-        var exhausted = false
-        await withTaskGroup(of: Stop?.self) { group in
-            var inFlight = 0
-            func startMore() async {
-                while inFlight < width && stop == nil && !isStopping {
-                    if claimed.isEmpty && !exhausted {
+        await withTaskGroup(of: PassEvent.self) { group in
+            var sending = 0, recording = 0, claiming = false
+            /// Nothing eligible at the last look; an answer recorded since
+            /// may make more eligible (a receipt after its create).
+            var exhausted = false
+            func startMore() {
+                let going = stop == nil && !isStopping
+                if going && !claiming && !exhausted && claimed.count < width {
+                    claiming = true
+                    group.addTask { [self] in
                         do {
-                            claimed = try await store.claim(limit: width * 4, now: Clock.wallMilliseconds)
+                            return .claimed(try await store.claim(limit: width * 4, now: Clock.wallMilliseconds))
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
-                            claimed = []
+                            return .claimed([])
                         }
-                        if claimed.isEmpty { exhausted = true } else { publisher.markChanged() }
                     }
-                    guard !claimed.isEmpty else { return }
+                }
+                while going && sending < 2 * width && recording < width && !claimed.isEmpty {
                     let job = claimed.removeFirst()
-                    group.addTask { [self] in await handle(job, await send(job)) }
-                    inFlight += 1
+                    group.addTask { [self] in .answered(job, await send(job)) }
+                    sending += 1
                 }
             }
-            await startMore()
-            while let reason = await group.next() {
-                inFlight -= 1
-                markProgress()
-                if let reason, stop == nil { stop = reason }
-                // New jobs may have arrived meanwhile: look again before giving up.
-                if inFlight == 0 && claimed.isEmpty { exhausted = false }
-                await startMore()
+            startMore()
+            while let event = await group.next() {
+                switch event {
+                case .claimed(let jobs):
+                    claiming = false
+                    if jobs.isEmpty { exhausted = true } else { publisher.markChanged() }
+                    claimed += jobs
+                case .answered(let job, let sent):
+                    sending -= 1
+                    recording += 1
+                    group.addTask { [self] in .recorded(await handle(job, sent)) }
+                case .recorded(let reason):
+                    recording -= 1
+                    exhausted = false
+                    markProgress()
+                    if let reason, stop == nil { stop = reason }
+                }
+                startMore()
             }
         }
         do {
