@@ -209,7 +209,7 @@ final class Drainer: Sendable {
     /// connection that frees takes the next one without waiting for this
     /// task. A request's place is free as soon as its answer arrives:
     /// recording it (its commit shares a group commit with others) runs
-    /// beside the next requests, at most `concurrency` at a time. The next
+    /// beside the next requests, at most twice `concurrency` at a time. The next
     /// batch of jobs is claimed while the current one is still being sent.
     /// Jobs claimed but not sent when the pass stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
@@ -227,14 +227,14 @@ final class Drainer: Sendable {
                     claiming = true
                     group.addTask { [self] in
                         do {
-                            return .claimed(try await store.claim(limit: width * 4, now: Clock.wallMilliseconds))
+                            return .claimed(try await store.claim(limit: width * 8, now: Clock.wallMilliseconds))
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
                             return .claimed([])
                         }
                     }
                 }
-                while going && sending < 2 * width && recording < width && !claimed.isEmpty {
+                while going && sending < 2 * width && recording < 2 * width && !claimed.isEmpty {
                     let job = claimed.removeFirst()
                     group.addTask { [self] in .answered(job, await send(job)) }
                     sending += 1
