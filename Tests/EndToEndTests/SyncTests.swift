@@ -243,6 +243,33 @@ import Testing
         #expect(try daemon.list().allSatisfy { $0["state"] == "queued" || $0["state"] == "sending" })
     }
 
+    @Test func requestsOnTheWire_neverExceedTheConcurrency() throws {
+        // Creates are refused until all are queued, then hang, so every
+        // request the daemon lets out stays on the wire.
+        let hang = Atomic<Bool>(false)
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            return hang.load(ordering: .relaxed) ? .hang : .close
+        }
+        defer { server.stop() }
+        let dir = TemporaryDirectory()
+        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"),
+                                               "--concurrency", "2", "--request-timeout", "5s", "--drain-interval", "1h"])
+        try daemon.start()
+        defer { daemon.stop() }
+        _ = try Self.add(12, to: daemon)
+        try waitUntil("every job back in the queue") { try daemon.request(["op": "status"])["result"]?["queued"] == 12 }
+        hang.store(true, ordering: .relaxed)
+        let before = server.requests.filter { $0.method == "POST" }.count
+        #expect(try daemon.request(["op": "sync"])["ok"] == true)
+        try waitUntil(timeout: 5, "two creates to reach the server") { server.requests.filter { $0.method == "POST" }.count >= before + 2 }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(server.requests.filter { $0.method == "POST" }.count == before + 2, "no third request while two hang")
+        let sending = try daemon.request(["op": "status"])["result"]?["sending"]?.intValue ?? 0
+        #expect(sending > 2, "more jobs wait ready in the HTTP client: \(sending) sending")
+    }
+
     @Test func overlappingRefreshesAndADrain_neverMakeTwoCacheRows() throws {
         let sync = try SyncHarness()
         // Expenses made elsewhere (another device of the same user).
