@@ -43,8 +43,26 @@ final class ControlClient {
     /// returns the daemon's `result`.
     /// - Throws: ``ClientError`` for an error answer or a broken connection.
     func call(_ request: [String: JSONValue], passing descriptor: FileDescriptor? = nil) throws -> JSONValue {
+        let limit = try Self.answerTimeoutMilliseconds()
         try send(request, passing: descriptor)
-        return try result(of: try readLine())
+        guard let answer = try readLine(timeoutMilliseconds: limit) else {
+            throw ClientError(status: .tempFailure, message: """
+                no answer from expensed at '\(socketPath)' within \(Double(limit) / 1000) s; it may be starting, stuck, \
+                or failing to start (see 'systemctl status expensed' and 'journalctl -u expensed')
+                """)
+        }
+        return try result(of: answer)
+    }
+
+    /// How long one answer may take: `EXPENSECTL_ANSWER_TIMEOUT` seconds,
+    /// else 30. A daemon answers in milliseconds; only one that is stuck,
+    /// or a socket whose daemon keeps failing to start, takes this long.
+    static func answerTimeoutMilliseconds() throws -> Int32 {
+        guard let text = Environment["EXPENSECTL_ANSWER_TIMEOUT"] else { return 30_000 }
+        guard let seconds = Double(text), seconds >= 0.1, seconds <= 86_400 else {
+            throw ClientError(status: .usage, message: "EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds from 0.1 to 86400, not '\(text)'")
+        }
+        return Int32(seconds * 1000)
     }
 
     /// Sends one request without waiting for the answer.
@@ -66,17 +84,18 @@ final class ControlClient {
         }
     }
 
-    /// The next line, or nil when none arrives within `timeoutMilliseconds`.
+    /// The next line, or nil when none is complete within `timeoutMilliseconds`.
     func readLine(timeoutMilliseconds: Int32) throws -> JSONValue? {
-        if buffer.firstIndex(of: 0x0A) == nil {
-            let ready = (try? Poll.wait([(socket, .readable)], timeoutMilliseconds: timeoutMilliseconds)) ?? []
-            if ready.first?.isEmpty ?? true { return nil }
-        }
-        return try readLine()
+        try readLine(until: Clock.monotonicNanoseconds + UInt64(timeoutMilliseconds) * 1_000_000)
     }
 
-    /// The next line from the daemon, parsed.
+    /// The next line from the daemon, parsed; waits as long as it takes.
     func readLine() throws -> JSONValue {
+        // Only nil at the deadline, and there is none.
+        try readLine(until: nil)!
+    }
+
+    private func readLine(until deadline: UInt64?) throws -> JSONValue? {
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<newline])
@@ -86,6 +105,13 @@ final class ControlClient {
                 } catch {
                     throw ClientError(status: .software, message: "expensed sent a line that is not JSON: \(error.message)")
                 }
+            }
+            if let deadline {
+                let now = Clock.monotonicNanoseconds
+                guard now < deadline else { return nil }
+                let wait = Int32(min((deadline - now) / 1_000_000 + 1, 60_000))
+                let ready = (try? Poll.wait([(socket, .readable)], timeoutMilliseconds: wait)) ?? []
+                if ready.first?.isEmpty ?? true { continue }
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n: Int

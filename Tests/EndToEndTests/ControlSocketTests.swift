@@ -1,6 +1,7 @@
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+import Posix
 import Testing
 
 /// The control socket against raw bytes `expensectl` would never send.
@@ -176,6 +177,27 @@ import Testing
             answers += 1
         }
         #expect(answers > 0 && answers < sent)
+    }
+
+    @Test func socketThatNeverAnswers_expensectlGivesUpWithAReason() throws {
+        // Connections wait in the backlog and nothing answers, as with an
+        // activation socket whose daemon keeps failing to start.
+        let dir = TemporaryDirectory()
+        let path = dir.at("silent.sock")
+        let listener = try UnixSocket.listen(path: path)
+        defer { _ = listener }
+        let started = Date()
+        let result = try runCommand(BuiltProducts.path("expensectl"), ["--socket", path, "status"],
+                                    environment: ["EXPENSECTL_ANSWER_TIMEOUT": "1"], timeout: 30)
+        #expect(result.status == 75, "\(result.stderr)")
+        #expect(result.stderr.contains("no answer from expensed at '\(path)' within 1.0 s"), "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 15)
+        for garbage in ["soon", "0", "-3", "1e9", ""] {
+            let bad = try runCommand(BuiltProducts.path("expensectl"), ["--socket", path, "status"],
+                                     environment: ["EXPENSECTL_ANSWER_TIMEOUT": garbage], timeout: 30)
+            #expect(bad.status == 64, "'\(garbage)': \(bad.stderr)")
+            #expect(bad.stderr.contains("EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds"), "'\(garbage)': \(bad.stderr)")
+        }
     }
 
     /// User plus system time the process has used, from `/proc/PID/stat`.
