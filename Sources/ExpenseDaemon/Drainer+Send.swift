@@ -76,7 +76,6 @@ extension Drainer {
             publisher.markChanged()
             return nil
         }
-        let now = Clock.wallMilliseconds
         switch result {
         case .failure(let error):
             // Back to the queue with no attempt counted, saying why (show
@@ -95,34 +94,59 @@ extension Drainer {
                 // Refused with a token that has been replaced since: try again with the new one.
                 return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
             }
-            publisher.setServerState(.ok)
             if response.status == 410 {
                 // The server says the expense is gone: the cache follows at
                 // once, not at the next refresh.
-                try? await store.markDeletedOnServer(job.transactionID, now: now)
+                try? await store.markDeletedOnServer(job.transactionID, now: Clock.wallMilliseconds)
             }
-            let update = policy.update(for: job, status: response.status, body: response.body,
-                                       retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) })
-            let file: String?
-            do {
-                file = try await store.complete(job, update, now: now)
-            } catch {
-                logger.error("Failed to record the server's answer (\(response.status)): \(error); the job is resent after restart as a replay",
-                             transactionID: job.transactionID, jobUUID: job.uuid)
-                return nil
-            }
-            if let file {
-                FaultPoints.hit("after-job-removed")
-                do {
-                    try store.receipts.remove(file)
-                } catch {
-                    logger.warning("Failed to remove receipt file '\(file)': \(error); the next start removes it", transactionID: job.transactionID)
-                }
-            }
-            report(job, update, status: response.status, replayed: response.header("idempotent-replayed") == "true")
-            publisher.markChanged()
+            await record([(job, response)])
             return nil
         }
+    }
+
+    /// Whether `handle` would only record the answer: nothing to pause,
+    /// nothing but the job's own row and the cache to change. Such answers
+    /// are recorded together, in one store call.
+    static func isPlain(_ sent: Sent) -> Bool {
+        guard case .success(let response)? = sent.result else { return false }
+        return ![401, 403, 410].contains(response.status)
+    }
+
+    /// Records answers (the server was reached, with our credentials): the
+    /// retry policy decides each job's fate, one transaction stores them,
+    /// then receipt files go and each outcome is logged.
+    func record(_ answers: [(OutboxJob, HTTPResponse)]) async {
+        noteContact()
+        publisher.setServerState(.ok)
+        let now = Clock.wallMilliseconds
+        let updates = answers.map { job, response in
+            (job, policy.update(for: job, status: response.status, body: response.body,
+                                retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) }))
+        }
+        let results: [Result<String?, any Error>]
+        do {
+            results = try await store.complete(updates, now: now)
+        } catch {
+            results = updates.map { _ in .failure(error) }
+        }
+        for ((job, update), ((_, response), result)) in zip(updates, zip(answers, results)) {
+            switch result {
+            case .failure(let error):
+                logger.error("Failed to record the server's answer (\(response.status)): \(error); the job is resent after restart as a replay",
+                             transactionID: job.transactionID, jobUUID: job.uuid)
+            case .success(let file):
+                if let file {
+                    FaultPoints.hit("after-job-removed")
+                    do {
+                        try store.receipts.remove(file)
+                    } catch {
+                        logger.warning("Failed to remove receipt file '\(file)': \(error); the next start removes it", transactionID: job.transactionID)
+                    }
+                }
+                report(job, update, status: response.status, replayed: response.header("idempotent-replayed") == "true")
+            }
+        }
+        publisher.markChanged()
     }
 
     private func report(_ job: OutboxJob, _ update: JobUpdate, status: Int, replayed: Bool) {

@@ -201,27 +201,43 @@ final class Drainer: Sendable {
     private enum PassEvent: Sendable {
         case claimed([OutboxJob])
         case answered(OutboxJob, Sent)
-        case recorded(Stop?)
+        /// Answers recorded; a batch of plain ones, or one handled alone.
+        case recorded(Stop?, count: Int, batch: Bool)
     }
 
     /// Keeps `concurrency` requests on the wire: the HTTP client has that
     /// many connections and holds up to as many more requests ready, so a
     /// connection that frees takes the next one without waiting for this
-    /// task. A request's place is free as soon as its answer arrives:
-    /// recording it (its commit shares a group commit with others) runs
-    /// beside the next requests, at most twice `concurrency` at a time. The next
-    /// batch of jobs is claimed while the current one is still being sent.
-    /// Jobs claimed but not sent when the pass stops go back to the queue.
+    /// task. A request's place is free as soon as its answer arrives.
+    /// Plain answers (the server took or judged the job) are recorded in
+    /// batches, one store call and one transaction for all that arrived
+    /// while the last batch was being recorded; the rest (no answer, a
+    /// refused token, a deleted expense) one by one. At most twice
+    /// `concurrency` answers wait or are being recorded. The next batch of
+    /// jobs is claimed while the current one is still being sent. Jobs
+    /// claimed but not sent when the pass stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
         await withTaskGroup(of: PassEvent.self) { group in
-            var sending = 0, recording = 0, claiming = false
+            var sending = 0, recording = 0, claiming = false, recordingBatch = false
+            var plain: [(OutboxJob, HTTPResponse)] = []
             /// Nothing eligible at the last look; an answer recorded since
             /// may make more eligible (a receipt after its create).
             var exhausted = false
             func startMore() {
+                // Answers are recorded whether or not the pass goes on.
+                if !recordingBatch && !plain.isEmpty {
+                    let batch = plain
+                    plain = []
+                    recordingBatch = true
+                    recording += batch.count
+                    group.addTask { [self] in
+                        await record(batch)
+                        return .recorded(nil, count: batch.count, batch: true)
+                    }
+                }
                 let going = stop == nil && !isStopping
                 if going && !claiming && !exhausted && claimed.count < width {
                     claiming = true
@@ -234,7 +250,7 @@ final class Drainer: Sendable {
                         }
                     }
                 }
-                while going && sending < 2 * width && recording < 2 * width && !claimed.isEmpty {
+                while going && sending < 2 * width && recording + plain.count < 2 * width && !claimed.isEmpty {
                     let job = claimed.removeFirst()
                     group.addTask { [self] in .answered(job, await send(job)) }
                     sending += 1
@@ -249,10 +265,15 @@ final class Drainer: Sendable {
                     claimed += jobs
                 case .answered(let job, let sent):
                     sending -= 1
-                    recording += 1
-                    group.addTask { [self] in .recorded(await handle(job, sent)) }
-                case .recorded(let reason):
-                    recording -= 1
+                    if Self.isPlain(sent), case .success(let response)? = sent.result {
+                        plain.append((job, response))
+                    } else {
+                        recording += 1
+                        group.addTask { [self] in .recorded(await handle(job, sent), count: 1, batch: false) }
+                    }
+                case .recorded(let reason, let count, let batch):
+                    recording -= count
+                    if batch { recordingBatch = false }
                     exhausted = false
                     markProgress()
                     if let reason, stop == nil { stop = reason }

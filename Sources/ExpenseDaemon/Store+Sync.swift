@@ -118,52 +118,67 @@ extension Store {
         }
     }
 
-    /// Applies what the server said about a job, in one transaction: for
-    /// an applied job, the returned expense is upserted into the cache and
-    /// the job removed together.
-    /// - Returns: the receipt file the caller may now delete, if any.
+    /// Applies what the server said about jobs, in one transaction, each
+    /// answer in a savepoint of its own (one that cannot be recorded leaves
+    /// the others): for an applied job, the returned expense is upserted
+    /// into the cache and the job removed together.
+    /// - Returns: for each answer, in order, the receipt file the caller may
+    ///   now delete (if any), or why the answer was not recorded.
     ///
-    /// Durable only when a receipt file is deleted after it (the job must
+    /// Durable only when a receipt file is deleted after it (a job must
     /// never come back without its file). Otherwise deferred: losing it to a
-    /// power cut means sending the job once more, which the server replays.
-    public func complete(_ job: OutboxJob, _ update: JobUpdate, now: Int64) async throws -> String? {
-        let removesFile: Bool
-        switch update {
-        case .applied, .dropReceipt: removesFile = job.receiptFile != nil
-        default: removesFile = false
-        }
-        return try await database.write(durability: removesFile ? .durable : .deferred) { db in
-            switch update {
-            case .applied(let expense):
-                if let expense {
-                    if job.kind == .receipt { try Store.rebaseEdits(db, after: expense) }
-                    try Store.upsert(db, expense, now: now)
-                }
-                FaultPoints.hit("between-upsert-and-job-removal")
-                try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
-                try Store.recordLatency(db, milliseconds: now - job.createdMilliseconds)
-                return job.receiptFile
-            case .dropReceipt:
-                try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
-                return job.receiptFile
-            case .requeue:
-                try db.execute("UPDATE jobs SET state = 'queued' WHERE seq = ?", [.integer(job.seq)])
-                return nil
-            case .retry(let next, let attempts, let transient, let error, let errorClass):
-                try db.execute("""
-                    UPDATE jobs SET state = 'queued', next_attempt_at = ?, attempts = ?, transient_attempts = ?,
-                        last_error = ?, last_error_class = ? WHERE seq = ?
-                    """, [.integer(next), .integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
-                try Store.countFailure(db, errorClass)
-                return nil
-            case .needsAttention(let attempts, let transient, let error, let errorClass):
-                try db.execute("""
-                    UPDATE jobs SET state = 'needs_attention', attempts = ?, transient_attempts = ?,
-                        last_error = ?, last_error_class = ? WHERE seq = ?
-                    """, [.integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
-                try Store.countFailure(db, errorClass)
-                return nil
+    /// power cut means sending the jobs once more, which the server replays.
+    public func complete(_ answers: [(OutboxJob, JobUpdate)], now: Int64) async throws -> [Result<String?, any Error>] {
+        let durable = answers.contains { Store.removesFile($0.0, $0.1) }
+        return try await database.write(durability: durable ? .durable : .deferred) { db in
+            try answers.map { job, update in
+                let result = Result { try db.savepoint { try Store.apply(db, job, update, now: now) } }
+                // An error that ended the whole transaction (a full disk)
+                // undid the answers before it too: fail them all.
+                if case .failure(let error) = result, !db.isInTransaction { throw error }
+                return result
             }
+        }
+    }
+
+    static func removesFile(_ job: OutboxJob, _ update: JobUpdate) -> Bool {
+        switch update {
+        case .applied, .dropReceipt: job.receiptFile != nil
+        default: false
+        }
+    }
+
+    static func apply(_ db: Connection, _ job: OutboxJob, _ update: JobUpdate, now: Int64) throws -> String? {
+        switch update {
+        case .applied(let expense):
+            if let expense {
+                if job.kind == .receipt { try Store.rebaseEdits(db, after: expense) }
+                try Store.upsert(db, expense, now: now)
+            }
+            FaultPoints.hit("between-upsert-and-job-removal")
+            try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
+            try Store.recordLatency(db, milliseconds: now - job.createdMilliseconds)
+            return job.receiptFile
+        case .dropReceipt:
+            try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
+            return job.receiptFile
+        case .requeue:
+            try db.execute("UPDATE jobs SET state = 'queued' WHERE seq = ?", [.integer(job.seq)])
+            return nil
+        case .retry(let next, let attempts, let transient, let error, let errorClass):
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', next_attempt_at = ?, attempts = ?, transient_attempts = ?,
+                    last_error = ?, last_error_class = ? WHERE seq = ?
+                """, [.integer(next), .integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
+            try Store.countFailure(db, errorClass)
+            return nil
+        case .needsAttention(let attempts, let transient, let error, let errorClass):
+            try db.execute("""
+                UPDATE jobs SET state = 'needs_attention', attempts = ?, transient_attempts = ?,
+                    last_error = ?, last_error_class = ? WHERE seq = ?
+                """, [.integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
+            try Store.countFailure(db, errorClass)
+            return nil
         }
     }
 
