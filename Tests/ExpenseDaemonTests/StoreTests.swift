@@ -68,6 +68,31 @@ import Testing
         #expect(view.jobs.map(\.kind) == [.create, .receipt])
     }
 
+    @Test func answersRecordedTogether_oneThatFailsLeavesTheOthers() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        for n in 1...3 {
+            _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: Int64(n))
+        }
+        let jobs = try await store.claim(limit: 10, now: 10)
+        #expect(jobs.count == 3)
+        // The second job's row cannot be removed (as a failing disk page would refuse it).
+        try await store.read { db in
+            try db.execute("""
+                CREATE TEMP TRIGGER refuse BEFORE DELETE ON jobs WHEN OLD.seq = \(jobs[1].seq)
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                """, [])
+        }
+        let results = try await store.complete(jobs.map { ($0, JobUpdate.applied(nil)) }, now: 20)
+        #expect(results.count == 3)
+        let recorded = results.map { result -> Bool in if case .success = result { true } else { false } }
+        #expect(recorded == [true, false, true])
+        let left = try await store.views().flatMap(\.jobs)
+        #expect(left.map(\.seq) == [jobs[1].seq], "the others are recorded, the refused one is not")
+        let summary = try await store.summary()
+        #expect(summary.queued == 0 && summary.sending == 1, "the counters follow the rows: \(summary)")
+    }
+
     @Test func reconcile_requeuesSendingAndSweepsOnlyDaemonNamedOrphans() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
