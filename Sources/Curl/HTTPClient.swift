@@ -8,6 +8,7 @@ import Synchronization
 /// flight at once.
 public final class HTTPClient: Sendable {
     private let multi: MultiHandle
+    private let maxConnections: Int
     private let state = Mutex(State())
 
     private struct State: ~Copyable {
@@ -20,9 +21,12 @@ public final class HTTPClient: Sendable {
         _ = curl_global_init(ccurl_global_default())
     }()
 
-    /// - Parameter maxConnections: connections kept to one host at most.
+    /// - Parameter maxConnections: transfers (and connections to one host)
+    ///   at once. Requests beyond it wait here, in order, and start as
+    ///   transfers end: their timeouts count from then, not while waiting.
     public init(maxConnections: Int = 4) {
         _ = Self.globalInit
+        self.maxConnections = maxConnections
         multi = MultiHandle(maxConnections: maxConnections)
         Threads.spawn(name: "http") { [self] in run() }
     }
@@ -51,12 +55,12 @@ public final class HTTPClient: Sendable {
 
     private func run() {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-        while true {
-            let (incoming, stopping) = state.withLock { state in
-                defer { state.pending = [] }
-                return (state.pending, state.stopping)
-            }
-            for (request, complete) in incoming {
+        var waiting: [(HTTPRequest, @Sendable (Result<HTTPResponse, TransportError>) -> Void)] = []
+        var next = 0
+        func startWaiting() {
+            while transfers.count < maxConnections && next < waiting.count {
+                let (request, complete) = waiting[next]
+                next += 1
                 guard let transfer = Transfer(request: request, complete: complete) else {
                     complete(.failure(TransportError(code: 27, message: "out of memory")))
                     continue
@@ -68,17 +72,32 @@ public final class HTTPClient: Sendable {
                 multi.add(transfer.easy)
                 transfers[transfer.easy] = transfer
             }
+            if next == waiting.count {
+                waiting = []
+                next = 0
+            }
+        }
+        while true {
+            let (incoming, stopping) = state.withLock { state in
+                defer { state.pending = [] }
+                return (state.pending, state.stopping)
+            }
+            waiting += incoming
             if stopping {
+                let shutDown = TransportError(code: -1, message: "the HTTP client is shut down")
                 for (easy, transfer) in transfers {
                     multi.remove(easy)
-                    transfer.complete(.failure(TransportError(code: -1, message: "the HTTP client is shut down")))
+                    transfer.complete(.failure(shutDown))
                 }
+                for (_, complete) in waiting[next...] { complete(.failure(shutDown)) }
                 return
             }
+            startWaiting()
             multi.perform()
             while let (easy, code) = multi.nextFinished() {
                 multi.remove(easy)
                 transfers.removeValue(forKey: easy)?.finish(code)
+                startWaiting()
             }
             // Woken by curl's own timers, socket activity, or wakeUp().
             multi.poll(timeoutMilliseconds: transfers.isEmpty ? Int32.max : 1000)

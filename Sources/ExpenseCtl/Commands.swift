@@ -97,6 +97,12 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     } catch let error as ClientError where error.status == .ioError {
         // The answer was lost; the same client id makes the retry safe.
         result = try context.connect().call(request, passing: receipt)
+    } catch let error as ClientError where error.unanswered {
+        // The daemon may yet store it: only the same client id can say.
+        throw ClientError(status: error.status, message: """
+            \(error.message)
+            The expense may have been stored. To add it without risk of a duplicate, run the same command again with --client-id \(clientID)
+            """)
     }
     if context.json { context.printJSON(result) } else {
         Output.out(result.text("transaction_id"))

@@ -5,6 +5,8 @@ import Posix
 struct ClientError: Error, CustomStringConvertible {
     let status: ExitStatus
     let message: String
+    /// The request went out and no answer came: it may have been carried out.
+    var unanswered = false
     var description: String { message }
 }
 
@@ -49,7 +51,7 @@ final class ControlClient {
             throw ClientError(status: .tempFailure, message: """
                 no answer from expensed at '\(socketPath)' within \(Double(limit) / 1000) s; it may be starting, stuck, \
                 or failing to start (see 'systemctl status expensed' and 'journalctl -u expensed')
-                """)
+                """, unanswered: true)
         }
         return try result(of: answer)
     }

@@ -89,6 +89,9 @@ final class ControlLoop {
                 let wantsInput = connection.isWatching || (!connection.inFlight && !connection.closeWhenFlushed && connection.output.count < Self.outputHighWater)
                 if wantsInput && !connection.peerClosed { events.insert(.readable) }
                 if !connection.output.isEmpty { events.insert(.writable) }
+                // A hung-up peer is reported whatever is asked: once seen,
+                // leave it out until there is something to write.
+                if events.isEmpty && connection.peerClosed { continue }
                 entries.append((connection.socket, events))
                 ids.append(connection.id)
             }
@@ -158,7 +161,7 @@ final class ControlLoop {
         let idle = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         var earliest: UInt64?
         for connection in connections.values {
-            if !connection.output.isEmpty {
+            if !connection.output.isEmpty && !connection.inFlight {
                 let deadline = connection.lastWriteProgress + idle
                 earliest = min(earliest ?? deadline, deadline)
             }
@@ -327,14 +330,17 @@ final class ControlLoop {
     }
 
     /// Closes connections whose peer read none of their waiting answers for
-    /// the idle timeout (no last word: it would not be read either), and
-    /// tells connections without a complete request for as long that they
-    /// are closing.
+    /// the idle timeout (no last word: it would not be read either), once
+    /// no request of theirs is in a handler's hands; and tells connections
+    /// without a complete request for as long that they are closing.
     private func enforceTimeouts() {
         let limit = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         let now = Clock.monotonicNanoseconds
         for connection in Array(connections.values) {
             if !connection.output.isEmpty && now - connection.lastWriteProgress >= limit {
+                // Read no more; closed when the handler's answer is in.
+                connection.closeWhenFlushed = true
+                if connection.inFlight { continue }
                 server.logger.notice("Closed control connection from pid \(connection.peer.pid): it read none of \(connection.output.count) bytes of answers for \(server.limits.idleTimeoutMilliseconds) ms")
                 close(connection)
                 continue

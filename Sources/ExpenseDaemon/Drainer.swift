@@ -199,16 +199,18 @@ final class Drainer: Sendable {
 
     /// One child task's news to the pass.
     private enum PassEvent: Sendable {
-        case claimed([OutboxJob])
+        /// Jobs claimed, by a claim that started after `recordings` answers were recorded.
+        case claimed([OutboxJob], afterRecordings: Int)
         case answered(OutboxJob, Sent)
         /// Answers recorded; a batch of plain ones, or one handled alone.
         case recorded(Stop?, count: Int, batch: Bool)
     }
 
     /// Keeps `concurrency` requests on the wire: the HTTP client has that
-    /// many connections and holds up to as many more requests ready, so a
-    /// connection that frees takes the next one without waiting for this
-    /// task. A request's place is free as soon as its answer arrives.
+    /// many connections and holds up to as many more requests ready (their
+    /// timeouts start when they do), so a connection that frees takes the
+    /// next one without waiting for this task. A request's place is free as
+    /// soon as its answer arrives.
     /// Plain answers (the server took or judged the job) are recorded in
     /// batches, one store call and one transaction for all that arrived
     /// while the last batch was being recorded; the rest (no answer, a
@@ -223,6 +225,9 @@ final class Drainer: Sendable {
         await withTaskGroup(of: PassEvent.self) { group in
             var sending = 0, recording = 0, claiming = false, recordingBatch = false
             var plain: [(OutboxJob, HTTPResponse)] = []
+            /// Recordings finished so far: a claim that started before the
+            /// last one may have missed what it made eligible.
+            var recordings = 0
             /// Nothing eligible at the last look; an answer recorded since
             /// may make more eligible (a receipt after its create).
             var exhausted = false
@@ -241,12 +246,13 @@ final class Drainer: Sendable {
                 let going = stop == nil && !isStopping
                 if going && !claiming && !exhausted && claimed.count < width {
                     claiming = true
+                    let seen = recordings
                     group.addTask { [self] in
                         do {
-                            return .claimed(try await store.claim(limit: width * 8, now: Clock.wallMilliseconds))
+                            return .claimed(try await store.claim(limit: width * 8, now: Clock.wallMilliseconds), afterRecordings: seen)
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
-                            return .claimed([])
+                            return .claimed([], afterRecordings: seen)
                         }
                     }
                 }
@@ -259,9 +265,10 @@ final class Drainer: Sendable {
             startMore()
             while let event = await group.next() {
                 switch event {
-                case .claimed(let jobs):
+                case .claimed(let jobs, let seen):
                     claiming = false
-                    if jobs.isEmpty { exhausted = true } else { publisher.markChanged() }
+                    if !jobs.isEmpty { publisher.markChanged() }
+                    else if seen == recordings { exhausted = true }
                     claimed += jobs
                 case .answered(let job, let sent):
                     sending -= 1
@@ -273,6 +280,7 @@ final class Drainer: Sendable {
                     }
                 case .recorded(let reason, let count, let batch):
                     recording -= count
+                    recordings += 1
                     if batch { recordingBatch = false }
                     exhausted = false
                     markProgress()

@@ -192,12 +192,42 @@ import Testing
         #expect(result.status == 75, "\(result.stderr)")
         #expect(result.stderr.contains("no answer from expensed at '\(path)' within 1.0 s"), "\(result.stderr)")
         #expect(Date().timeIntervalSince(started) < 15)
+        // An add may still be stored: the way to retry it safely is named.
+        let clientID = ClientID.make()
+        let add = try runCommand(BuiltProducts.path("expensectl"),
+                                 ["--socket", path, "add", "--merchant", "M", "--amount", "1.00", "--currency", "EUR",
+                                  "--date", "2026-11-29", "--client-id", clientID],
+                                 environment: ["EXPENSECTL_ANSWER_TIMEOUT": "0.5"], timeout: 30)
+        #expect(add.status == 75, "\(add.stderr)")
+        #expect(add.stderr.contains("run the same command again with --client-id \(clientID)"), "\(add.stderr)")
         for garbage in ["soon", "0", "-3", "1e9", ""] {
             let bad = try runCommand(BuiltProducts.path("expensectl"), ["--socket", path, "status"],
                                      environment: ["EXPENSECTL_ANSWER_TIMEOUT": garbage], timeout: 30)
             #expect(bad.status == 64, "'\(garbage)': \(bad.stderr)")
             #expect(bad.stderr.contains("EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds"), "'\(garbage)': \(bad.stderr)")
         }
+    }
+
+    @Test func clientThatLeavesWhileItsRequestIsHandled_costsNoCPU() throws {
+        // The handler holds this add for 2 s after copying its receipt.
+        let daemon = DaemonHarness(environment: ["EXPENSED_FAULT": "after-receipt-staged:sleep=2000"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let pid = try #require(daemon.process?.pid)
+        let file = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+        do {
+            let client = try RawClient(path: daemon.socketPath)
+            try client.send(#"{"id":1,"op":"add","receipt":true,"expense":{"merchant":"M","amount":"1.00","currency":"EUR","date":"2026-11-29"}}"# + "\n",
+                            passingFileAt: file)
+        }  // hung up while the add is in the handler's hands
+        usleep(200_000)
+        let before = try cpuSeconds(pid)
+        usleep(1_200_000)
+        let used = try cpuSeconds(pid) - before
+        #expect(used < 0.4, "daemon used \(used) s of CPU in 1.2 s waiting on one handler")
+        try waitUntil("the add to be stored all the same") { try daemon.list().count == 1 }
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
     /// User plus system time the process has used, from `/proc/PID/stat`.

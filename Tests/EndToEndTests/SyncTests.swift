@@ -270,6 +270,31 @@ import Testing
         #expect(sending > 2, "more jobs wait ready in the HTTP client: \(sending) sending")
     }
 
+    @Test func requestsWaitingForAConnection_doNotSpendTheirTimeoutWaiting() throws {
+        // One connection; each create takes 0.7 s of a 1 s timeout. A request
+        // timed from when it was handed over would expire waiting its turn.
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            return .respondAfter(seconds: 0.7, status: 503, headers: ["Retry-After": "3600"], body: [])
+        }
+        defer { server.stop() }
+        let dir = TemporaryDirectory()
+        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"),
+                                               "--concurrency", "1", "--request-timeout", "1s", "--drain-interval", "1h"])
+        try daemon.start()
+        defer { daemon.stop() }
+        let client = try RawClient(path: daemon.socketPath)
+        for n in 0..<3 { try client.send(Self.addLine(n)) }
+        for _ in 0..<3 { #expect(try client.readJSONLine()["ok"] == true) }
+        try waitUntil(timeout: 15, "three answers") { server.requests.filter { $0.method == "POST" }.count >= 3 && !daemon.log.isEmpty }
+        try waitUntil(timeout: 5, "the third answer to be recorded") {
+            try daemon.list().allSatisfy { $0["state"] == "queued" } && (try daemon.request(["op": "status"])["result"]?["sending"]?.intValue) == 0
+        }
+        #expect(!daemon.log.contains("unreachable"), "no request timed out waiting: \(daemon.log)")
+        #expect(try daemon.ctlJSON(["status"])["last_error_class"] != "transport")
+    }
+
     @Test func overlappingRefreshesAndADrain_neverMakeTwoCacheRows() throws {
         let sync = try SyncHarness()
         // Expenses made elsewhere (another device of the same user).

@@ -14,6 +14,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     public enum Reply: Sendable {
         case respond(status: Int, headers: [String: String], body: [UInt8])
+        /// Answer after a pause of `seconds`.
+        case respondAfter(seconds: Double, status: Int, headers: [String: String], body: [UInt8])
         /// Read the request, then never answer.
         case hang
         /// Read the request, then close without answering.
@@ -75,7 +77,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         while true {
             guard let request = readRequest(fd, &buffer) else { return }
             received.withLock { $0.append(request) }
-            switch respond(request) {
+            var reply = respond(request)
+            if case .respondAfter(let seconds, let status, let headers, let body) = reply {
+                usleep(UInt32(seconds * 1_000_000))
+                reply = .respond(status: status, headers: headers, body: body)
+            }
+            switch reply {
+            case .respondAfter:
+                return
             case .hang:
                 var byte: UInt8 = 0
                 _ = recv(fd, &byte, 1, 0)  // until the client gives up

@@ -75,7 +75,7 @@ func drain(_ sync: SyncHarness) throws -> (Double, Int) {
 
 /// The same creates (and uploads) sent by libcurl's multi interface alone:
 /// `concurrency` connections; each answer starts the next request, or, with
-/// `queued`, as many more wait in curl for a free connection (as expensed does).
+/// `queued`, as many more wait in the client for a free connection (as expensed does).
 func plainLibcurl(server: ServerProcess, count: Int, receipt: [UInt8]?, receiptPath: String?, queued: Bool) async -> Double {
     let client = HTTPClient(maxConnections: concurrency)
     defer { client.shutdown() }
@@ -135,7 +135,7 @@ func scenario(_ label: String, count: Int, receiptSize: Int?) async throws {
     let queuedBaseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: true)
     let rate = Double(jobs) / seconds, plain = Double(jobs) / baseline, plainQueued = Double(jobs) / queuedBaseline
     print("\(label): expensed \(Int(rate)) jobs/s (\(String(format: "%.2f", seconds)) s, peak RSS \(peak / 1024) MiB)")
-    print("  plain libcurl \(Int(plain)) requests/s: ratio \(String(format: "%.2f", rate / plain)) (target >= 0.8); with \(concurrency) more queued in curl \(Int(plainQueued)) requests/s: ratio \(String(format: "%.2f", rate / plainQueued))")
+    print("  plain libcurl \(Int(plain)) requests/s: ratio \(String(format: "%.2f", rate / plain)) (target >= 0.8); with \(concurrency) more queued \(Int(plainQueued)) requests/s: ratio \(String(format: "%.2f", rate / plainQueued))")
     print("  CPU per job while draining: expensed \(String(format: "%.0f", lastCPU.daemon / Double(jobs) * 1e6)) µs, expense-server \(String(format: "%.0f", lastCPU.server / Double(jobs) * 1e6)) µs")
     sync.stopServer()
 }
