@@ -11,6 +11,15 @@ import Testing
         #"{"id":\#(n),"op":"add","client_id":""# + clientID + #"","receipt":\#(receipt),"expense":{"merchant":"Shop \#(n)","amount":"\#(n % 1000).\#(n % 90 + 10)","currency":"EUR","date":"2026-11-29"}}"# + "\n"
     }
 
+    /// A started daemon that sends to `server`, with a token file.
+    static func daemon(sendingTo server: LoopbackHTTPServer, _ arguments: [String]) throws -> DaemonHarness {
+        let dir = TemporaryDirectory()
+        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token")] + arguments, directory: dir)
+        try daemon.start()
+        return daemon
+    }
+
     /// Adds `count` expenses over one connection; returns their transaction ids.
     static func add(_ count: Int, to daemon: DaemonHarness, receipts: ((Int) -> String)? = nil) throws -> [String] {
         let client = try RawClient(path: daemon.socketPath)
@@ -252,11 +261,7 @@ import Testing
             return hang.load(ordering: .relaxed) ? .hang : .close
         }
         defer { server.stop() }
-        let dir = TemporaryDirectory()
-        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
-        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"),
-                                               "--concurrency", "2", "--request-timeout", "5s", "--drain-interval", "1h"])
-        try daemon.start()
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "2", "--request-timeout", "5s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         _ = try Self.add(12, to: daemon)
         try waitUntil("every job back in the queue") { try daemon.request(["op": "status"])["result"]?["queued"] == 12 }
@@ -278,11 +283,7 @@ import Testing
             return .respondAfter(seconds: 0.7, status: 503, headers: ["Retry-After": "3600"], body: [])
         }
         defer { server.stop() }
-        let dir = TemporaryDirectory()
-        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
-        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"),
-                                               "--concurrency", "1", "--request-timeout", "1s", "--drain-interval", "1h"])
-        try daemon.start()
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--request-timeout", "1s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         let client = try RawClient(path: daemon.socketPath)
         for n in 0..<3 { try client.send(Self.addLine(n)) }
