@@ -48,8 +48,8 @@ let package = Package(
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
-        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "Posix", "SQLite"], path: "bench/daemon"),
-        .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "Posix"], path: "bench/spool"),
+        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.

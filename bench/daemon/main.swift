@@ -1,18 +1,20 @@
 // bench-daemon: how fast a durable add is, against what durability costs.
 //
-// Usage: bench-daemon [--expensed PATH] [--quick]
-// Starts the given expensed (default .build/release/expensed) in a
-// temporary folder, measures, and prints one line per figure. Compare the
-// ratios printed in one run: absolute numbers move with the machine.
+// Usage: bench-daemon [--bin DIR] [--quick]
+// Starts the expensed in DIR (default .build/release) in a temporary
+// folder, measures, and prints one line per figure. Compare the ratios
+// printed in one run: absolute numbers move with the machine.
 import ExpenseCore
 import ExpenseDaemon
+import ExpenseTestSupport
 import Foundation
 import Posix
 import SQLite
 
 let arguments = CommandLine.arguments
 let quick = arguments.contains("--quick")
-let expensed = arguments.firstIndex(of: "--expensed").map { arguments[$0 + 1] } ?? ".build/release/expensed"
+let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
+setenv("EXPENSED_BIN_DIR", bin, 1)
 let samples = quick ? 500 : 3000
 let backlog = quick ? 20_000 : 100_000
 
@@ -25,90 +27,36 @@ func ms(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000)
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 
-/// A daemon in its own folder. Only its immutable paths cross threads.
-final class Daemon: @unchecked Sendable {
-    let dir: String
-    let socket: String
-    let process = Process()
-
-    init(extraEnvironment: [String: String] = [:]) throws {
-        dir = NSTemporaryDirectory() + "bench-daemon-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        socket = dir + "/control.sock"
-        _ = FileManager.default.createFile(atPath: dir + "/empty.conf", contents: Data())
-        process.executableURL = URL(fileURLWithPath: expensed)
-        process.arguments = ["--config", dir + "/empty.conf", "--state-dir", dir + "/state", "--socket", socket,
-                             "--spool-dir", "none", "--log-target", "stderr"]
-        var env = ProcessInfo.processInfo.environment
-        for (k, v) in extraEnvironment { env[k] = v }
-        process.environment = env
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if (try? UnixSocket.connect(path: socket)) != nil { return }
-            usleep(10_000)
-        }
-        throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "expensed did not start"])
-    }
-
-    func stop() {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+/// A started daemon in its own folder.
+func startDaemon(environment: [String: String] = [:]) throws -> DaemonHarness {
+    let daemon = DaemonHarness(environment: environment)
+    try daemon.start()
+    return daemon
 }
 
-/// One persistent connection doing request/response.
-final class ControlConnection {
-    let fd: FileDescriptor
-    var buffer: [UInt8] = []
-    init(_ path: String) throws { fd = try UnixSocket.connect(path: path) }
+let addText = #"{"id":1,"op":"add","receipt":false,"expense":{"merchant":"Blue Bottle","amount":"12.50","currency":"EUR","date":"2026-11-29","category":"Meals"}}"# + "\n"
 
-    func roundTrip(_ line: [UInt8], passing descriptor: FileDescriptor? = nil) throws -> [UInt8] {
-        try UnixSocket.send(fd, line, passing: descriptor)
-        while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let response = Array(buffer[..<newline])
-                buffer.removeFirst(newline + 1)
-                return response
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = try UnixSocket.receive(fd, into: &chunk).count
-            if n == 0 { throw NSError(domain: "bench", code: 2) }
-            buffer += chunk[0..<n]
-        }
+/// One add over `connection`, with `receipt` attached when given; the answer line.
+func add(_ connection: RawClient, receipt: FileDescriptor? = nil) throws -> [UInt8] {
+    if let receipt {
+        try connection.send(addText.replacingOccurrences(of: #""receipt":false"#, with: #""receipt":true"#), passing: receipt)
+    } else {
+        try connection.send(addText)
     }
-}
-
-func addLine(receipt: Bool = false) -> [UInt8] {
-    Array((#"{"id":1,"op":"add","receipt":\#(receipt),"expense":{"merchant":"Blue Bottle","amount":"12.50","currency":"EUR","date":"2026-11-29","category":"Meals"}}"# + "\n").utf8)
+    guard let answer = try connection.readLine() else { throw TestFailure("expensed closed the connection") }
+    return answer
 }
 
 /// Latencies of `count` sequential adds on one connection.
-func sequentialAdds(_ daemon: Daemon, count: Int, receiptPath: String? = nil) throws -> [Double] {
-    let connection = try ControlConnection(daemon.socket)
-    let line = addLine(receipt: receiptPath != nil)
+func sequentialAdds(_ daemon: DaemonHarness, count: Int, receiptPath: String? = nil) throws -> [Double] {
+    let connection = try RawClient(path: daemon.socketPath)
     var latencies: [Double] = []
     for _ in 0..<count {
         let file = try receiptPath.map { try FileDescriptor.open($0, .readOnly) }
         let start = now()
-        let response = try connection.roundTrip(line, passing: file)
+        let response = try add(connection, receipt: file)
         latencies.append(now() - start)
         precondition(response.starts(with: Array(#"{"id":1,"ok":true"#.utf8)), String(decoding: response, as: UTF8.self))
-    }
-    return latencies
-}
-
-/// Baseline: one row committed with WAL + synchronous=FULL, as the store commits.
-func sqliteCommits(in dir: String, count: Int) throws -> [Double] {
-    let db = try Connection(path: dir + "/baseline.db")
-    try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, uuid TEXT, payload TEXT)")
-    var latencies: [Double] = []
-    for _ in 0..<count {
-        let start = now()
-        try db.transaction { try db.execute("INSERT INTO t (uuid, payload) VALUES (?, ?)", [.text(UUID().uuidString), .text(#"{"merchant":"Blue Bottle","amount":"12.50"}"#)]) }
-        latencies.append(now() - start)
     }
     return latencies
 }
@@ -129,7 +77,7 @@ func receiptWritesAndCommits(in dir: String, bytes: [UInt8], count: Int) throws 
 }
 
 /// Adds per second from `clients` connections at once, for `seconds`.
-func concurrentRate(_ daemon: Daemon, clients: Int, total: Int) throws -> Double {
+func concurrentRate(_ daemon: DaemonHarness, clients: Int, total: Int) throws -> Double {
     let perClient = total / clients
     let group = DispatchGroup()
     let start = now()
@@ -137,9 +85,8 @@ func concurrentRate(_ daemon: Daemon, clients: Int, total: Int) throws -> Double
         group.enter()
         Thread {
             defer { group.leave() }
-            guard let connection = try? ControlConnection(daemon.socket) else { return }
-            let line = addLine()
-            for _ in 0..<perClient { _ = try? connection.roundTrip(line) }
+            guard let connection = try? RawClient(path: daemon.socketPath) else { return }
+            for _ in 0..<perClient { _ = try? add(connection) }
         }.start()
     }
     group.wait()
@@ -167,11 +114,11 @@ func wakeups(_ before: [String: Int], _ after: [String: Int]) -> Int {
     after.reduce(0) { sum, entry in sum + entry.value - (before[entry.key] ?? 0) }
 }
 
-print("bench-daemon: expensed=\(expensed) samples=\(samples) backlog=\(backlog)")
+print("bench-daemon: bin=\(bin) samples=\(samples) backlog=\(backlog)")
 
 // 0. The control protocol's own cost, in process: parse a request line, serialize an answer.
 do {
-    let line = Array(addLine().dropLast())
+    let line = Array(addText.utf8.dropLast())
     let n = 20_000
     var start = now()
     for _ in 0..<n { _ = ControlRequest.parse(line) }
@@ -193,16 +140,15 @@ defer { try? FileManager.default.removeItem(atPath: scratch) }
 do {
     let db = try Connection(path: scratch + "/baseline.db")
     try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, uuid TEXT, payload TEXT)")
-    let daemon = try Daemon()
-    let connection = try ControlConnection(daemon.socket)
-    let line = addLine()
+    let daemon = try startDaemon()
+    let connection = try RawClient(path: daemon.socketPath)
     var commits: [Double] = [], adds: [Double] = []
     for _ in 0..<samples {
         var start = now()
         try db.transaction { try db.execute("INSERT INTO t (uuid, payload) VALUES (?, ?)", [.text(UUID().uuidString), .text(#"{"merchant":"Blue Bottle","amount":"12.50"}"#)]) }
         commits.append(now() - start)
         start = now()
-        _ = try connection.roundTrip(line)
+        _ = try add(connection)
         adds.append(now() - start)
     }
     daemon.stop()
@@ -222,11 +168,11 @@ do {
 
 // 2. Durable add with a 200 KiB receipt, beside receipt write + commit.
 do {
-    let receipt = SampleBytes.jpeg(200 * 1024)
+    let receipt = SampleReceipt.jpeg(size: 200 * 1024)
     let path = scratch + "/receipt.jpg"
     _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
     let baseline = percentile(try receiptWritesAndCommits(in: scratch, bytes: receipt, count: samples / 3), 0.5)
-    let daemon = try Daemon()
+    let daemon = try startDaemon()
     let adds = try sequentialAdds(daemon, count: samples / 3, receiptPath: path)
     daemon.stop()
     let p50 = percentile(adds, 0.5)
@@ -236,7 +182,7 @@ do {
 
 // 3. Throughput from 8 concurrent clients.
 do {
-    let daemon = try Daemon()
+    let daemon = try startDaemon()
     let rate = try concurrentRate(daemon, clients: 8, total: samples * 4)
     daemon.stop()
     print("adds/s, 8 concurrent clients: \(Int(rate)) (target >= 5000)")
@@ -244,7 +190,7 @@ do {
 
 // 4. Add latency with a large backlog queued vs. none.
 do {
-    let daemon = try Daemon()
+    let daemon = try startDaemon()
     let empty = percentile(try sequentialAdds(daemon, count: samples), 0.5)
     _ = try concurrentRate(daemon, clients: 8, total: backlog)
     let full = percentile(try sequentialAdds(daemon, count: samples), 0.5)
@@ -254,19 +200,14 @@ do {
 
 // 5. Idle: wakeups and memory over a window, without and with a watchdog.
 for (label, env) in [("no watchdog", [String: String]()), ("WatchdogSec=30s", ["WATCHDOG_USEC": "30000000"])] {
-    let daemon = try Daemon(extraEnvironment: env)
+    let daemon = try startDaemon(environment: env)
+    let pid = daemon.process!.pid
     sleep(3)
     let window = quick ? 10.0 : 30.0
-    let before = processCounters(daemon.process.processIdentifier)
+    let before = processCounters(pid)
     usleep(UInt32(window * 1e6))
-    let after = processCounters(daemon.process.processIdentifier)
+    let after = processCounters(pid)
     daemon.stop()
     let rate = Double(wakeups(before.switches, after.switches)) / window
     print("idle (\(label)), \(Int(window)) s: \(String(format: "%.2f", rate)) wakeups/s, RSS \(after.rssKiB / 1024) MiB (target <= 1/s, <= 20 MiB)")
-}
-
-enum SampleBytes {
-    static func jpeg(_ size: Int) -> [UInt8] {
-        [0xFF, 0xD8, 0xFF, 0xE0] + (0..<(size - 4)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-    }
 }

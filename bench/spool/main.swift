@@ -1,17 +1,19 @@
 // bench-spool: how fast the spool turns dropped receipts into jobs, beside
 // what durably copying the same files costs on the same disk.
 //
-// Usage: bench-spool [--expensed PATH] [--files N] [--size BYTES] [--settle DURATION] [--rounds N]
-// Starts the given expensed (default .build/release/expensed) in a
-// temporary folder. Prints one line per figure; compare the ratios printed
+// Usage: bench-spool [--bin DIR] [--files N] [--size BYTES] [--settle DURATION] [--rounds N]
+// Starts the expensed in DIR (default .build/release) in a temporary
+// folder. Prints one line per figure; compare the ratios printed
 // in one run: absolute numbers move with the machine.
 import ExpenseCore
+import ExpenseTestSupport
 import Foundation
 import Posix
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? { arguments.firstIndex(of: name).map { arguments[$0 + 1] } }
-let expensed = option("--expensed") ?? ".build/release/expensed"
+let bin = option("--bin") ?? ".build/release"
+setenv("EXPENSED_BIN_DIR", bin, 1)
 let fileCount = option("--files").flatMap(Int.init) ?? 1000
 let fileSize = option("--size").flatMap(Int.init) ?? 200 * 1024
 let settles = option("--settle").map { [$0] } ?? ["500ms", "0ms"]
@@ -60,58 +62,30 @@ func durableCopies(_ names: [String], from source: String, to destination: Strin
     return Double(names.count) / (now() - start)
 }
 
-/// One control request on a fresh connection; the `result` object.
-func status(_ socket: String) throws -> JSONValue? {
-    let connection = try UnixSocket.connect(path: socket)
-    try UnixSocket.send(connection, Array(#"{"id":1,"op":"status"}"#.utf8) + [0x0A])
-    var line: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while !line.contains(0x0A) {
-        let n = try UnixSocket.receive(connection, into: &chunk).count
-        if n == 0 { break }
-        line += chunk[0..<n]
-    }
-    return try JSONValue.parse(line.prefix { $0 != 0x0A })["result"]
-}
-
 /// Intake: the files renamed into the spool of a stopped daemon; timed
 /// from its resumption until the status shows every job committed.
-func spoolIntake(_ names: [String], from source: String, in dir: String, settle: String) throws -> Double {
-    let spool = "\(dir)/spool", socket = "\(dir)/control.sock"
-    try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
-    _ = FileManager.default.createFile(atPath: "\(dir)/empty.conf", contents: Data())
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: expensed)
-    process.arguments = ["--config", "\(dir)/empty.conf", "--state-dir", "\(dir)/state", "--socket", socket,
-                         "--spool-dir", spool, "--spool-settle", settle, "--log-target", "stderr"]
-    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-    try process.run()
-    defer {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-    }
-    let deadline = now() + 20
-    while (try? status(socket)) == nil {
-        if now() > deadline { fail("expensed did not start") }
-        usleep(10_000)
-    }
-    kill(process.processIdentifier, SIGSTOP)
+func spoolIntake(_ names: [String], from source: String, settle: String) throws -> Double {
+    let daemon = DaemonHarness(arguments: ["--spool-settle", settle], spool: true)
+    try daemon.start()
+    defer { daemon.stop() }
+    let spool = daemon.spoolDirectory
+    daemon.process?.signal(SIGSTOP)
     for name in names { try FileSystem.rename("\(source)/\(name)", to: "\(spool)/\(name)") }
     let start = now()
-    kill(process.processIdentifier, SIGCONT)
+    daemon.process?.signal(SIGCONT)
     // Each receipt is two jobs: the create and its upload.
-    while (try status(socket))?["queued"]?.intValue ?? 0 < Int64(2 * names.count) {
+    while try daemon.request(["op": "status"])["result"]?["queued"]?.intValue ?? 0 < Int64(2 * names.count) {
         if now() - start > 600 { fail("intake did not finish") }
         usleep(5_000)
     }
     let rate = Double(names.count) / (now() - start)
-    let left = try FileManager.default.contentsOfDirectory(atPath: spool).filter { $0 != "rejected" }
+    let left = try daemon.spoolEntries()
     if !left.isEmpty { fail("\(left.count) files left in the spool") }
     return rate
 }
 
 let rounds = option("--rounds").flatMap(Int.init) ?? 3
-print("bench-spool: expensed=\(expensed) files=\(fileCount) size=\(fileSize) bytes rounds=\(rounds)")
+print("bench-spool: bin=\(bin) files=\(fileCount) size=\(fileSize) bytes rounds=\(rounds)")
 let scratch = NSTemporaryDirectory() + "bench-spool-\(UUID().uuidString.prefix(8))"
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 let mib = Double(fileSize) / 1_048_576
@@ -127,7 +101,7 @@ for settle in settles {
         sync()
         let raw = try durableCopies(names, from: source, to: "\(dir)/copies")
         sync()
-        let intake = try spoolIntake(names, from: source, in: dir, settle: settle)
+        let intake = try spoolIntake(names, from: source, settle: settle)
         ratios.append(intake / raw)
         print("spool_settle=\(settle) round \(round + 1): intake \(rate(intake)); durable copy \(rate(raw)); ratio \(String(format: "%.2f", intake / raw))")
         try? FileManager.default.removeItem(atPath: dir)
