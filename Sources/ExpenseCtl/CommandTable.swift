@@ -1,3 +1,4 @@
+import ExpenseCore
 /// One option a subcommand takes: `--name VALUE` or a `--flag`.
 struct Option: Sendable {
     let name: String

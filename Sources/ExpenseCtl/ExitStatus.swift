@@ -1,16 +1,8 @@
-/// `expensectl`'s exit statuses (sysexits.h), documented in expensectl(1).
-enum ExitStatus: Int32, Sendable {
-    case success = 0
+import ExpenseCore
+
+extension ExitStatus {
     /// The daemon refused the operation: no such expense, ambiguous id, wrong state.
-    case refused = 1
-    case usage = 64
-    case dataError = 65
-    case noInput = 66
-    case unavailable = 69
-    case software = 70
-    case ioError = 74
-    case tempFailure = 75
-    case noPermission = 77
+    static var refused: ExitStatus { .failure }
 
     /// The status for an error code the daemon answered with.
     init(errorCode: String) {

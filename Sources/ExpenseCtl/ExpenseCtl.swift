@@ -1,3 +1,4 @@
+import ExpenseCore
 import Posix
 
 /// `expensectl`: parse the command line, run the subcommand, map failures

@@ -9,17 +9,6 @@ import Glibc
 /// directory, open and reconcile the store, bind the socket, tell systemd
 /// we are ready, serve until a signal, stop gracefully.
 public enum Daemon {
-    /// Exit statuses (sysexits.h), documented in expensed(8).
-    public enum ExitCode: Int32, Sendable {
-        case success = 0
-        case usage = 64
-        case dataError = 65
-        case cannotCreate = 73
-        case tempFailure = 75
-        case config = 78
-        case osError = 71
-    }
-
     public static func main(arguments: [String]) async -> Int32 {
         // Signals first, before any thread exists, so none is lost. A
         // parent may have left them blocked (the mask survives exec).
@@ -29,7 +18,7 @@ public enum Daemon {
             signals = try Signals(trapping: [Signals.terminate, Signals.interrupt, Signals.hangUp])
         } catch {
             printError("Failed to install signal handlers: \(error)")
-            return ExitCode.osError.rawValue
+            return ExitStatus.osError.rawValue
         }
 
         let configuration: Configuration
@@ -46,10 +35,10 @@ public enum Daemon {
             }
         } catch let error as UsageError {
             printError("\(error)\nTry 'expensed --help' for more information.")
-            return ExitCode.usage.rawValue
+            return ExitStatus.usage.rawValue
         } catch {
             printError("\(error)")
-            return ExitCode.config.rawValue
+            return ExitStatus.config.rawValue
         }
 
         let logger = Logger(target: configuration.logTarget)
@@ -60,12 +49,12 @@ public enum Daemon {
             return failure.code.rawValue
         } catch {
             logger.error("Failed to start: \(error)")
-            return ExitCode.osError.rawValue
+            return ExitStatus.osError.rawValue
         }
     }
 
     struct StartupFailure: Error {
-        let code: ExitCode
+        let code: ExitStatus
         let message: String
     }
 
@@ -90,7 +79,7 @@ public enum Daemon {
         do {
             store = try Store(stateDirectory: configuration.stateDirectory)
         } catch {
-            let code: ExitCode = error.code == .io ? .cannotCreate : .dataError
+            let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
         }
         let report = try store.reconcile()

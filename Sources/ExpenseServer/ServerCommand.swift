@@ -15,12 +15,12 @@ public enum ServerCommand {
         } catch {
             StandardStreams.writeErrorLine("expense-server: \(error)")
             StandardStreams.writeErrorLine("Run 'expense-server --help' for usage.")
-            return 64
+            return ExitStatus.usage.rawValue
         }
         switch invocation {
         case .help:
             StandardStreams.writeOutputLine(ServerHelp.text)
-            return 0
+            return ExitStatus.success.rawValue
         case .serve(let configuration):
             return serve(configuration)
         case .userAdd(let name, let directory):
@@ -41,7 +41,7 @@ public enum ServerCommand {
             signals = try Signals(trapping: [Signals.terminate, Signals.interrupt])
         } catch {
             log.log(.error, "Failed to trap signals: \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
         // Our parent's signal mask came with us through exec; the signals we
         // trap must get through (to this thread and every thread started later).
@@ -51,7 +51,7 @@ public enum ServerCommand {
             store = try ExpenseStore(directory: configuration.dataDirectory)
         } catch {
             log.log(.error, "Failed to open data directory '\(configuration.dataDirectory)': \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
         runMaintenance(store, configuration: configuration, log: log)
 
@@ -62,7 +62,7 @@ public enum ServerCommand {
             address = try TCPSocket.localAddress(listener)
         } catch {
             log.log(.error, "Failed to listen on \(configuration.listen): \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
         let service = APIService(store: store, configuration: configuration, log: log)
         var options = HTTPServer.Options()
@@ -75,7 +75,7 @@ public enum ServerCommand {
             server = try HTTPServer(listening: listener, options: options, service: service)
         } catch {
             log.log(.error, "Failed to start the HTTP server: \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
         let faults = configuration.faults
         if faults.isEnabled {
@@ -98,11 +98,11 @@ public enum ServerCommand {
         Threads.spawn(name: "shutdown-guard") {
             _ = try? Poll.wait([(signals.descriptor, .readable)], timeoutMilliseconds: 30_000)
             log.log(.error, "Failed to stop gracefully (second signal or 30 s passed), exiting now")
-            CurrentProcess.exit(1)
+            CurrentProcess.exit(ExitStatus.failure.rawValue)
         }
         server.stop()
         log.log(.notice, "stopped")
-        return 0
+        return ExitStatus.success.rawValue
     }
 
     /// The socket systemd passed (socket activation), or a new one on `--listen`.
@@ -146,13 +146,13 @@ public enum ServerCommand {
             let store = try ExpenseStore(directory: directory)
             let token = try store.addUser(named: name)
             StandardStreams.writeOutputLine(token)
-            return 0
+            return ExitStatus.success.rawValue
         } catch let error as UserError {
             StandardStreams.writeErrorLine("expense-server: \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         } catch {
             StandardStreams.writeErrorLine("expense-server: Failed to add user in '\(directory)': \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
     }
 
@@ -162,10 +162,10 @@ public enum ServerCommand {
             for user in try store.users() {
                 StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
             }
-            return 0
+            return ExitStatus.success.rawValue
         } catch {
             StandardStreams.writeErrorLine("expense-server: Failed to list users in '\(directory)': \(error)")
-            return 1
+            return ExitStatus.failure.rawValue
         }
     }
 }
