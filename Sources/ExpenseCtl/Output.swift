@@ -64,7 +64,7 @@ extension JSONValue {
     func text(_ key: String) -> String {
         guard let value = self[key] else { return "-" }
         switch value {
-        case .string(let s): return s.isEmpty ? "-" : s.replacingControlCharacters()
+        case .string(let s): return s.isEmpty ? "-" : s.escapingControlCharacters()
         case .integer(let i): return String(i)
         case .bool(let b): return b ? "yes" : "no"
         case .number(let d): return String(d)
@@ -73,18 +73,3 @@ extension JSONValue {
     }
 }
 
-extension String {
-    /// One line on a terminal: control characters as `\xNN`.
-    func replacingControlCharacters() -> String {
-        var out = ""
-        for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-}

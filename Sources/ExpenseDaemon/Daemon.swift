@@ -1,9 +1,6 @@
 import ExpenseCore
 import Posix
 import Systemd
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `expensed`'s life, top to bottom: parse, trap signals, lock the state
 /// directory, open and reconcile the store, bind the socket, tell systemd
@@ -187,7 +184,6 @@ public enum Daemon {
     }
 
     static func printError(_ message: String) {
-        let line = Array("expensed: \(message)\n".utf8)
-        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        StandardStreams.writeErrorLine("expensed: \(message)")
     }
 }

@@ -58,8 +58,7 @@ public final class Logger: Sendable {
             if Journal.send(entry) { return }
         }
         // One write(2) per line, so lines from several threads never interleave.
-        let line = Array("\(prefixes ? "<\(priority.rawValue)>" : "")\(text.replacingControlCharacters())\n".utf8)
-        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        StandardStreams.writeErrorLine("\(prefixes ? "<\(priority.rawValue)>" : "")\(text.escapingControlCharacters())")
     }
 
     public func error(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
@@ -79,21 +78,3 @@ public final class Logger: Sendable {
     }
 }
 
-extension String {
-    /// Newlines and other control characters as `\xNN`, so one log call is one line.
-    func replacingControlCharacters() -> String {
-        var out = ""
-        for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                out += "\\x" + String(scalar.value, radix: 16).leftPadded(2)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
-    func leftPadded(_ width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
-    }
-}

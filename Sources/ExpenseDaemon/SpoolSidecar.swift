@@ -53,15 +53,5 @@ enum SpoolSidecar {
 
     /// `text` on one line: control characters and backslashes as `\xNN`, so
     /// a hostile sidecar cannot forge lines in a `.reason` file or a log.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" {
-                out += "\\x" + String(scalar.value, radix: 16).leftPadded(2)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
+    static func escaped(_ text: String) -> String { text.escapingControlCharacters(backslashes: true) }
 }
