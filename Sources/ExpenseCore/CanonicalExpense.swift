@@ -1,6 +1,6 @@
 /// One value the server kept and the one the client sent, for a field the
 /// server refused to overwrite silently (contract.md, `PATCH`).
-public struct ConflictValues: Sendable, Equatable, Codable {
+public struct ConflictValues: Sendable, Equatable {
     public var server: String?
     public var client: String?
     public init(server: String?, client: String?) {
@@ -19,14 +19,19 @@ extension ConflictValues {
 
     /// Reads what ``encode(_:)`` wrote; anything else is no conflict.
     public static func decode(_ text: String) -> [String: ConflictValues] {
-        guard case .object(let members)? = try? JSONValue.parse(Array(text.utf8)) else { return [:] }
+        guard text != "{}", let value = try? JSONValue.parse(Array(text.utf8)) else { return [:] }
+        return decode(value)
+    }
+
+    /// The `conflicts` member of an expense as JSON; anything else is no conflict.
+    public static func decode(_ value: JSONValue) -> [String: ConflictValues] {
+        guard case .object(let members) = value else { return [:] }
         return members.mapValues { ConflictValues(server: $0["server"]?.stringValue, client: $0["client"]?.stringValue) }
     }
 }
 
 /// The server's truth about one expense (contract.md, "The canonical expense").
-/// Unknown fields are ignored when decoding, for forward compatibility.
-public struct CanonicalExpense: Sendable, Equatable, Codable {
+public struct CanonicalExpense: Sendable, Equatable {
     public var transactionID: String
     public var clientID: String
     public var merchant: String?
@@ -68,58 +73,6 @@ public struct CanonicalExpense: Sendable, Equatable, Codable {
         self.conflicts = conflicts
     }
 
-    enum CodingKeys: String, CodingKey {
-        case transactionID = "transaction_id", clientID = "client_id"
-        case merchant, amount, currency, date, category, comment
-        case taxTag = "tax_tag", receiptURL = "receipt_url"
-        case assigned, version
-        case createdAt = "created_at", updatedAt = "updated_at"
-        case deleted, conflict, conflicts
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        transactionID = try c.decode(String.self, forKey: .transactionID)
-        clientID = try c.decodeIfPresent(String.self, forKey: .clientID) ?? ""
-        merchant = try c.decodeIfPresent(String.self, forKey: .merchant)
-        amount = try c.decodeIfPresent(String.self, forKey: .amount)
-        currency = try c.decodeIfPresent(String.self, forKey: .currency)
-        date = try c.decodeIfPresent(String.self, forKey: .date)
-        category = try c.decodeIfPresent(String.self, forKey: .category)
-        comment = try c.decodeIfPresent(String.self, forKey: .comment)
-        taxTag = try c.decodeIfPresent(String.self, forKey: .taxTag)
-        receiptURL = try c.decodeIfPresent(String.self, forKey: .receiptURL)
-        assigned = try c.decodeIfPresent(Bool.self, forKey: .assigned) ?? false
-        version = try c.decodeIfPresent(Int.self, forKey: .version) ?? 1
-        createdAt = try c.decodeIfPresent(String.self, forKey: .createdAt) ?? ""
-        updatedAt = try c.decodeIfPresent(String.self, forKey: .updatedAt) ?? ""
-        deleted = try c.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
-        conflict = try c.decodeIfPresent(Bool.self, forKey: .conflict) ?? false
-        conflicts = try c.decodeIfPresent([String: ConflictValues].self, forKey: .conflicts) ?? [:]
-    }
-
-    /// Encodes every field, nulls included, as the contract lists them.
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(transactionID, forKey: .transactionID)
-        try c.encode(clientID, forKey: .clientID)
-        try c.encode(merchant, forKey: .merchant)
-        try c.encode(amount, forKey: .amount)
-        try c.encode(currency, forKey: .currency)
-        try c.encode(date, forKey: .date)
-        try c.encode(category, forKey: .category)
-        try c.encode(comment, forKey: .comment)
-        try c.encode(taxTag, forKey: .taxTag)
-        try c.encode(receiptURL, forKey: .receiptURL)
-        try c.encode(assigned, forKey: .assigned)
-        try c.encode(version, forKey: .version)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(updatedAt, forKey: .updatedAt)
-        try c.encode(deleted, forKey: .deleted)
-        try c.encode(conflict, forKey: .conflict)
-        try c.encode(conflicts, forKey: .conflicts)
-    }
-
     /// The editable fields as one value.
     public var fields: ExpenseFields {
         get { ExpenseFields(merchant: merchant, amount: amount, currency: currency, date: date,
@@ -156,12 +109,7 @@ extension CanonicalExpense {
               let taxTag = text("tax_tag"), let receiptURL = text("receipt_url"), let clientID = text("client_id"),
               let createdAt = text("created_at"), let updatedAt = text("updated_at"),
               let assigned = flag("assigned"), let deleted = flag("deleted"), let conflict = flag("conflict") else { return nil }
-        var conflicts: [String: ConflictValues] = [:]
-        if case .object(let members)? = o["conflicts"] {
-            for (name, value) in members {
-                conflicts[name] = ConflictValues(server: value["server"]?.stringValue, client: value["client"]?.stringValue)
-            }
-        }
+        let conflicts = o["conflicts"].map(ConflictValues.decode) ?? [:]
         let version = o["version"].flatMap(\.intValue).map(Int.init) ?? 1
         self.init(transactionID: transactionID, clientID: clientID ?? "",
                   fields: ExpenseFields(merchant: merchant, amount: amount, currency: currency, date: date,

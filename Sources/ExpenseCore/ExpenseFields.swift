@@ -1,6 +1,6 @@
 /// The fields a person enters for an expense. Every one may be absent: a
 /// receipt-only expense has none until someone fills them in.
-public struct ExpenseFields: Sendable, Equatable, Codable {
+public struct ExpenseFields: Sendable, Equatable {
     public var merchant: String?
     public var amount: String?
     public var currency: String?
@@ -18,11 +18,6 @@ public struct ExpenseFields: Sendable, Equatable, Codable {
         self.category = category
         self.comment = comment
         self.taxTag = taxTag
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case merchant, amount, currency, date, category, comment
-        case taxTag = "tax_tag"
     }
 
     /// The JSON names of the fields, in display order.
@@ -58,12 +53,21 @@ public struct ExpenseFields: Sendable, Equatable, Codable {
     /// The names of the fields that are set, in display order.
     public var setNames: [String] { Self.names.filter { self[$0] != nil } }
 
+    /// The set fields as JSON members, by their JSON names.
+    public var jsonMembers: [String: JSONValue] {
+        var members: [String: JSONValue] = [:]
+        for name in Self.names { if let value = self[name] { members[name] = .string(value) } }
+        return members
+    }
+
+    /// The string members of `json` named like fields; anything else is left unset.
+    public init(jsonMembers json: JSONValue?) {
+        self.init()
+        for name in Self.names { self[name] = json?[name]?.stringValue }
+    }
+
     /// True when no field is set.
     public var isEmpty: Bool { Self.names.allSatisfy { self[$0] == nil } }
-
-    /// True when merchant, amount, currency and date are all set: what an
-    /// expense without a receipt needs.
-    public var isComplete: Bool { merchant != nil && amount != nil && currency != nil && date != nil }
 
     /// `other`'s set fields written over these (a later edit wins per field).
     public func merging(_ other: ExpenseFields) -> ExpenseFields {

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Any JSON value. Requests are decoded into this first, so that each
 /// field's presence and type can be checked with an error that names it.
-public enum JSONValue: Sendable, Equatable, Codable {
+public enum JSONValue: Sendable, Equatable, Encodable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -10,30 +10,6 @@ public enum JSONValue: Sendable, Equatable, Codable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
-
-    public init(from decoder: Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            var items: [JSONValue] = []
-            while !array.isAtEnd { items.append(try array.decode(JSONValue.self)) }
-            self = .array(items)
-            return
-        }
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [String: JSONValue] = [:]
-            for key in object.allKeys { members[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
-            self = .object(members)
-            return
-        }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() { self = .null }
-        else if let b = try? single.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? single.decode(Int64.self) { self = .integer(i) }
-        else if let d = try? single.decode(Double.self), d.isFinite { self = .number(d) }
-        else if let s = try? single.decode(String.self) { self = .string(s) }
-        else {
-            throw DecodingError.dataCorruptedError(in: single, debugDescription: "a number out of range")
-        }
-    }
 
     public func encode(to encoder: Encoder) throws {
         switch self {

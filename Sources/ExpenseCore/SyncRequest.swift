@@ -70,7 +70,7 @@ public struct SyncRequest: Sendable, Equatable {
                 "device_seq": .integer(job.seq),
                 "created_at_device": .string(Timestamp.format(milliseconds: job.createdMilliseconds)),
             ]
-            for name in ExpenseFields.names { if let value = job.fields[name] { body[name] = .string(value) } }
+            body.merge(job.fields.jsonMembers) { _, field in field }
             headers.append(("Content-Type", "application/json; charset=utf-8"))
             return SyncRequest(method: "POST", path: path, headers: headers, body: .json(JSONValue.object(body).serializedBytes()))
         case .receipt:
@@ -79,9 +79,7 @@ public struct SyncRequest: Sendable, Equatable {
             return SyncRequest(method: "PUT", path: "\(path)/\(job.transactionID)/receipt", headers: headers,
                                body: .receipt(file: job.receiptFile ?? "", size: job.receiptSize ?? 0, contentType: kind.contentType))
         case .edit:
-            var set: [String: JSONValue] = [:]
-            for name in ExpenseFields.names { if let value = job.fields[name] { set[name] = .string(value) } }
-            let body: JSONValue = ["base_version": .integer(job.baseVersion ?? 0), "set": .object(set)]
+            let body: JSONValue = ["base_version": .integer(job.baseVersion ?? 0), "set": .object(job.fields.jsonMembers)]
             headers.append(("Content-Type", "application/json; charset=utf-8"))
             return SyncRequest(method: "PATCH", path: "\(path)/\(job.transactionID)", headers: headers, body: .json(body.serializedBytes()))
         case .delete:

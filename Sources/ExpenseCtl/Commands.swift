@@ -86,9 +86,7 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     if let receiptPath { receipt = try openReceipt(receiptPath) }
 
     var request: [String: JSONValue] = ["op": "add", "client_id": .string(clientID)]
-    var expense: [String: JSONValue] = [:]
-    for name in ExpenseFields.names { if let value = fields[name] { expense[name] = .string(value) } }
-    request["expense"] = .object(expense)
+    request["expense"] = .object(fields.jsonMembers)
     if receipt != nil { request["receipt"] = true }
 
     let result: JSONValue

@@ -242,10 +242,7 @@ struct JobPayload: Equatable {
     var baseVersion: Int?
 
     static func encode(fields: ExpenseFields, baseVersion: Int? = nil) throws -> String {
-        var object: [String: JSONValue] = [:]
-        var set: [String: JSONValue] = [:]
-        for name in fields.setNames { set[name] = .string(fields[name]) }
-        object["fields"] = .object(set)
+        var object: [String: JSONValue] = ["fields": .object(fields.jsonMembers)]
         if let baseVersion { object["base_version"] = .integer(baseVersion) }
         return JSONValue.object(object).serialized()
     }
@@ -254,8 +251,6 @@ struct JobPayload: Equatable {
     /// still show the job, and sending it will say what is wrong.
     static func decode(_ text: String) -> JobPayload {
         guard let value = try? JSONValue.parse(Array(text.utf8)) else { return JobPayload(fields: ExpenseFields(), baseVersion: nil) }
-        var fields = ExpenseFields()
-        for name in ExpenseFields.names { fields[name] = value["fields"]?[name]?.stringValue }
-        return JobPayload(fields: fields, baseVersion: value["base_version"]?.intValue.map(Int.init))
+        return JobPayload(fields: ExpenseFields(jsonMembers: value["fields"]), baseVersion: value["base_version"]?.intValue.map(Int.init))
     }
 }

@@ -65,7 +65,7 @@ extension ExpenseStore {
                     tax_tag = ?, conflicts = ?, version = version + 1, updated_at = ?, change_seq = ?
                 WHERE id = ?
                 """, [.text(f.merchant), .text(f.amount), .text(f.currency), .text(f.date), .text(f.category),
-                      .text(f.comment), .text(f.taxTag), .text(Self.encodeConflicts(merged.conflicts)),
+                      .text(f.comment), .text(f.taxTag), .text(ConflictValues.encode(merged.conflicts)),
                       .text(now.text), .integer(change), .integer(stored.rowID)])
             stored.expense.fields = f
             stored.expense.conflicts = merged.conflicts

@@ -78,7 +78,7 @@ extension ExpenseStore {
         if let file = row.optionalString(11) {
             receipt = StoredReceipt(file: file, contentType: row.string(12), sha256: row.string(13), size: row.int64(14))
         }
-        let conflicts = decodeConflicts(row.string(20))
+        let conflicts = ConflictValues.decode(row.string(20))
         let expense = CanonicalExpense(
             transactionID: transactionID, clientID: row.string(3),
             fields: ExpenseFields(merchant: row.optionalString(4), amount: row.optionalString(5),
@@ -94,21 +94,6 @@ extension ExpenseStore {
     /// Where a receipt's bytes are served (contract.md: clients treat it as opaque).
     static func receiptURL(_ transactionID: String) -> String {
         "/v1/expenses/\(transactionID)/receipt"
-    }
-
-    static func encodeConflicts(_ conflicts: [String: ConflictValues]) -> String {
-        var writer = JSONWriter()
-        writeConflicts(conflicts, to: &writer)
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
-
-    static func decodeConflicts(_ text: String) -> [String: ConflictValues] {
-        guard text != "{}", let value = try? JSONValue.parse(Array(text.utf8)), case .object(let members) = value else { return [:] }
-        var result: [String: ConflictValues] = [:]
-        for (name, pair) in members {
-            result[name] = ConflictValues(server: pair["server"]?.stringValue, client: pair["client"]?.stringValue)
-        }
-        return result
     }
 
     /// The next position in the change feed. Writers are serialized

@@ -22,5 +22,4 @@ final class InFlightKeys: Sendable {
         _ = keys.withLock { $0.remove(Entry(user: user, key: key)) }
     }
 
-    var count: Int { keys.withLock { $0.count } }
 }

@@ -30,7 +30,6 @@ public final class FileDescriptor: Sendable {
         public static let create = OpenFlags(rawValue: O_CREAT)
         public static let exclusive = OpenFlags(rawValue: O_EXCL)
         public static let truncate = OpenFlags(rawValue: O_TRUNC)
-        public static let append = OpenFlags(rawValue: O_APPEND)
         public static let noFollow = OpenFlags(rawValue: O_NOFOLLOW)
         public static let nonBlocking = OpenFlags(rawValue: O_NONBLOCK)
         public static let directory = OpenFlags(rawValue: O_DIRECTORY)
@@ -50,16 +49,6 @@ public final class FileDescriptor: Sendable {
             try retrying("openat", name.displayName) { Glibc.openat(rawValue, cName, flags.rawValue | O_CLOEXEC, mode) }
         }
         return FileDescriptor(owning: fd)
-    }
-
-    /// Wraps `read(2)`: up to `count` bytes; an empty array at end of file.
-    public func read(upTo count: Int) throws(SystemCallError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        let n = try typed { try buffer.withUnsafeMutableBytes { raw in
-            try retrying("read") { Glibc.read(rawValue, raw.baseAddress, count) }
-        } }
-        buffer.removeSubrange(n...)
-        return buffer
     }
 
     /// Reads into `buffer`, returning the number of bytes read (0 at end of file).
@@ -143,11 +132,6 @@ public final class FileDescriptor: Sendable {
         try retrying("fsync") { Glibc.fsync(rawValue) }
     }
 
-    /// Wraps `lseek(2)` to an absolute offset.
-    public func seek(to offset: Int64) throws(SystemCallError) {
-        try retrying("lseek") { Glibc.lseek(rawValue, off_t(offset), SEEK_SET) }
-    }
-
     /// Wraps `ftruncate(2)`.
     public func truncate(to size: Int64) throws(SystemCallError) {
         try retrying("ftruncate") { Glibc.ftruncate(rawValue, off_t(size)) }
@@ -176,10 +160,6 @@ public final class FileDescriptor: Sendable {
         return flags & cshims_o_path() == 0 && flags & O_ACCMODE != O_WRONLY
     }
 
-    /// Duplicates the descriptor (`fcntl(F_DUPFD_CLOEXEC)`).
-    public func duplicate() throws(SystemCallError) -> FileDescriptor {
-        FileDescriptor(owning: try retrying("fcntl") { Glibc.fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
-    }
 }
 
 /// What `stat(2)` says about a file, reduced to what the daemon decides on.

@@ -107,6 +107,4 @@ public enum FileSystem {
         return try fd.readAll(limit: limit)
     }
 
-    /// The process's real and effective ids and groups.
-    public static var currentUser: (uid: UInt32, gid: UInt32) { (getuid(), getgid()) }
 }

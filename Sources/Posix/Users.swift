@@ -14,21 +14,8 @@ public enum Users {
         return group.gr_gid
     }
 
-    /// The numeric id of a user name, or of a number given as text.
-    public static func userID(named name: String) -> UInt32? {
-        if let number = UInt32(name) { return number }
-        var user = passwd()
-        var buffer = [CChar](repeating: 0, count: 16384)
-        var result: UnsafeMutablePointer<passwd>?
-        guard getpwnam_r(name, &user, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return user.pw_uid
-    }
-
     /// This process's effective uid.
     public static var effectiveUserID: UInt32 { geteuid() }
-
-    /// This process's pid.
-    public static var processID: Int32 { getpid() }
 }
 
 /// The environment, read without Foundation.

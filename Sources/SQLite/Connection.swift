@@ -103,9 +103,6 @@ public final class Connection {
     /// (`SQLITE_FULL`, `SQLITE_IOERR`, `SQLITE_NOMEM`): this tells.
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-    /// The rowid of the last insert (`sqlite3_last_insert_rowid`).
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
-
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE", [])

@@ -18,7 +18,6 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var primaryCode: Int32 { code & 0xFF }
 
     public var isUniqueConstraint: Bool { code == SQLITE_CONSTRAINT | (8 << 8) || code == SQLITE_CONSTRAINT | (6 << 8) }
-    public var isConstraint: Bool { primaryCode == SQLITE_CONSTRAINT }
     public var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
     /// The file is not a database, or is damaged (`SQLITE_NOTADB`, `SQLITE_CORRUPT`).
     public var isNotADatabase: Bool { primaryCode == SQLITE_NOTADB || primaryCode == SQLITE_CORRUPT }

@@ -50,9 +50,7 @@ public enum SpoolDrop {
 
     /// A sidecar's bytes for `fields` (each set one a JSON string).
     public static func sidecar(_ fields: ExpenseFields) -> [UInt8] {
-        var object: [String: JSONValue] = [:]
-        for name in ExpenseFields.names { if let value = fields[name] { object[name] = .string(value) } }
-        return JSONValue.object(object).serializedBytes()
+        JSONValue.object(fields.jsonMembers).serializedBytes()
     }
 }
 
@@ -78,8 +76,7 @@ public struct QueuedExpense: Sendable, Equatable, CustomStringConvertible {
         }
         return try creates.map { id, payload in
             let fieldsJSON = try JSONValue.parse(Array(payload.utf8))["fields"]
-            var fields = ExpenseFields()
-            for name in ExpenseFields.names { fields[name] = fieldsJSON?[name]?.stringValue }
+            let fields = ExpenseFields(jsonMembers: fieldsJSON)
             var digest: String?
             if let file = files[id] {
                 guard let bytes = FileManager.default.contents(atPath: "\(stateDirectory)/receipts/\(file)") else {
