@@ -4,15 +4,23 @@ import ExpenseCore
 import Posix
 
 extension Drainer {
-    /// Sends one job. `nil` means it could not even be sent (its receipt
-    /// file is gone); the job is then marked as needing attention.
     /// One job's trip: the answer (nil when it could not even be sent) and
     /// the generation of the token it carried.
     struct Sent {
         let result: Result<HTTPResponse, TransportError>?
         let tokenGeneration: Int
+
+        /// The answer, when recording it is all there is to do: nothing to
+        /// pause, nothing but the job's own row and the cache to change.
+        /// Such answers are recorded together, in one store call.
+        var plainResponse: HTTPResponse? {
+            guard case .success(let response)? = result, ![401, 403, 410].contains(response.status) else { return nil }
+            return response
+        }
     }
 
+    /// Sends one job. A receipt file that cannot be read marks the job as
+    /// needing attention, and the trip has no answer.
     func send(_ job: OutboxJob) async -> Sent {
         let request = SyncRequest.make(for: job, deviceID: store.deviceID)
         var headers = request.headers
@@ -72,12 +80,15 @@ extension Drainer {
     /// Applies the outcome of one send to the store and logs it.
     /// - Returns: why the pass must stop, or nil to carry on.
     func handle(_ job: OutboxJob, _ sent: Sent) async -> Stop? {
-        guard let result = sent.result else {
-            publisher.markChanged()
+        if let response = sent.plainResponse {
+            await record([(job, response)])
             return nil
         }
-        switch result {
-        case .failure(let error):
+        switch sent.result {
+        case nil:
+            publisher.markChanged()
+            return nil
+        case .failure(let error)?:
             // Back to the queue with no attempt counted, saying why (show
             // tells). When nothing left this machine the job counts as never
             // sent, so an edit made meanwhile may still merge into it.
@@ -86,30 +97,19 @@ extension Drainer {
                             transactionID: job.transactionID, jobUUID: job.uuid)
             publisher.markChanged()
             return .unreachable
-        case .success(let response):
+        case .success(let response)? where response.status == 401 || response.status == 403:
             noteContact()
-            if response.status == 401 || response.status == 403 {
-                try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
-                                         errorClass: "auth", wasSent: true)
-                // Refused with a token that has been replaced since: try again with the new one.
-                return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
-            }
-            if response.status == 410 {
-                // The server says the expense is gone: the cache follows at
-                // once, not at the next refresh.
-                try? await store.markDeletedOnServer(job.transactionID, now: Clock.wallMilliseconds)
-            }
+            try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
+                                     errorClass: "auth", wasSent: true)
+            // Refused with a token that has been replaced since: try again with the new one.
+            return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
+        case .success(let response)?:
+            // 410: the server says the expense is gone; the cache follows
+            // at once, not at the next refresh.
+            try? await store.markDeletedOnServer(job.transactionID, now: Clock.wallMilliseconds)
             await record([(job, response)])
             return nil
         }
-    }
-
-    /// Whether `handle` would only record the answer: nothing to pause,
-    /// nothing but the job's own row and the cache to change. Such answers
-    /// are recorded together, in one store call.
-    static func isPlain(_ sent: Sent) -> Bool {
-        guard case .success(let response)? = sent.result else { return false }
-        return ![401, 403, 410].contains(response.status)
     }
 
     /// Records answers (the server was reached, with our credentials): the

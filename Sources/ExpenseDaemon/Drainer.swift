@@ -272,7 +272,7 @@ final class Drainer: Sendable {
                     claimed += jobs
                 case .answered(let job, let sent):
                     sending -= 1
-                    if Self.isPlain(sent), case .success(let response)? = sent.result {
+                    if let response = sent.plainResponse {
                         plain.append((job, response))
                     } else {
                         recording += 1
@@ -304,9 +304,9 @@ final class Drainer: Sendable {
     private func scheduleNextWake() async {
         let interval = configuration.drainIntervalMilliseconds
         var wake: Int64?
-        if let summary = try? await store.summary(), summary.queued > 0 {
+        if let pending = try? await store.pendingWork(), pending.queued {
             wake = interval
-            if let due = try? await store.earliestRetry() {
+            if let due = pending.earliestRetry {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))
             }
         }

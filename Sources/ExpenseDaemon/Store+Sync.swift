@@ -81,9 +81,11 @@ extension Store {
     /// Puts back in the queue jobs left `sending` by a pass that could not
     /// record their answer. Called when no pass runs, so none is in flight.
     public func requeueStranded() async throws {
+        // The counter says whether there is any: in the usual case, one read
+        // and no transaction.
+        let sending = try await database.read { db in try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0 }
+        guard sending > 0 else { return }
         try await database.write(durability: .deferred) { db in
-            // The counter says whether there is any: no outbox scan in the usual case.
-            guard (try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0) > 0 else { return }
             try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
         }
     }
@@ -279,14 +281,16 @@ extension Store {
         }
     }
 
-    /// When the first backing-off job becomes due, for the drainer's timer
-    /// (through the index of jobs that have failed: no outbox scan).
-    public func earliestRetry() async throws -> Int64? {
+    /// What the next wake-up depends on, in one read: whether anything is
+    /// queued, and when the first backing-off job is due (if one is).
+    public func pendingWork() async throws -> (queued: Bool, earliestRetry: Int64?) {
         try await database.read { db in
-            try db.queryFirst("""
+            let queued = (try db.scalarInt("SELECT value FROM counters WHERE name = 'queued'") ?? 0) > 0
+            let due = try db.queryFirst("""
                 SELECT next_attempt_at FROM jobs WHERE (attempts > 0 OR transient_attempts > 0) AND state = 'queued'
                 ORDER BY next_attempt_at LIMIT 1
                 """) { $0.int64(0) }
+            return (queued, due)
         }
     }
 }
