@@ -216,6 +216,56 @@ import Testing
         #expect(FileManager.default.contents(atPath: path) == before)
     }
 
+    @Test func receiptFiles_areSweptOnlyAfterTheDatabaseReadCleanly() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        let receipt = daemon.directory.at("r.png")
+        SampleReceipt.write(SampleReceipt.png(), to: receipt)
+        #expect(try daemon.ctl(["add", "--receipt", receipt]).status == 0)
+        #expect(daemon.stop() == 0)
+        let referenced = daemon.receiptFiles()
+        #expect(referenced.count == 1)
+        // A file no job references, named as the daemon names its copies.
+        let orphan = "\(ClientID.make()).png"
+        SampleReceipt.write(SampleReceipt.png(), to: "\(daemon.stateDirectory)/receipts/\(orphan)")
+        let path = "\(daemon.stateDirectory)/expensed.db"
+        do {
+            let db = try Connection(path: path)
+            try db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
+        }
+        let refused = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(refused.status == 65)
+        #expect(daemon.receiptFiles() == (referenced + [orphan]).sorted(), "nothing is swept when the database cannot be read")
+        do {
+            let db = try Connection(path: path)
+            try db.execute("DELETE FROM schema_migrations WHERE version = 99")
+        }
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(daemon.receiptFiles() == referenced, "once it reads, the orphan goes and the referenced copy stays")
+    }
+
+    @Test func addThatCannotBeCommitted_leavesNoReceiptAndNoExpense() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
+        try db.execute("CREATE TRIGGER refuse BEFORE INSERT ON jobs BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+        let receipt = daemon.directory.at("r.png")
+        SampleReceipt.write(SampleReceipt.png(), to: receipt)
+        let clientID = ClientID.make()
+        let add = ["add", "--receipt", receipt, "--merchant", "M", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29", "--client-id", clientID]
+        let failed = try daemon.ctl(add)
+        #expect(failed.status == 74, "storage_failed: \(failed.stderr)")
+        #expect(daemon.receiptFiles().isEmpty, "the staged copy is removed with the failed commit")
+        #expect(try daemon.list().isEmpty)
+        try db.execute("DROP TRIGGER refuse")
+        let retried = try daemon.ctl(add)
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(try daemon.list().count == 1)
+        #expect(daemon.receiptFiles().count == 1)
+    }
+
     @Test func otherProgramsDatabase_isRefused() throws {
         let daemon = DaemonHarness()
         try FileManager.default.createDirectory(atPath: daemon.stateDirectory, withIntermediateDirectories: true)

@@ -296,6 +296,32 @@ import Testing
         #expect(try daemon.ctlJSON(["status"])["last_error_class"] != "transport")
     }
 
+    @Test func receiptCopyLostWhileQueued_isSaidAndTheExpenseStillSyncs() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        let receipt = sync.daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
+        let txn = try sync.daemon.ctl(["add", "--receipt", receipt, "--merchant", "M", "--amount", "1.00", "--currency", "EUR",
+                                       "--date", "2026-11-29"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(sync.daemon.stop() == 0)
+        let copies = sync.daemon.receiptFiles()
+        #expect(copies.count == 1)
+        try FileManager.default.removeItem(atPath: "\(sync.daemon.stateDirectory)/receipts/\(copies[0])")
+        try sync.startServer()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        #expect(sync.daemon.log.contains("is referenced by a job but missing"), "\(sync.daemon.log)")
+        try waitUntil(timeout: 20, "the receipt job to need attention") {
+            try sync.daemon.ctlJSON(["show", txn])["jobs"]?.arrayValue?.contains { $0["kind"] == "receipt" && $0["state"] == "needs_attention" } == true
+        }
+        let shown = try sync.daemon.ctlJSON(["show", txn])
+        let job = shown["jobs"]?.arrayValue?.first { $0["kind"] == "receipt" }
+        #expect(job?["last_error"]?.stringValue?.contains("receipt file cannot be read") == true, "\(shown.serialized())")
+        #expect(try sync.serverExpenses().map(\.transactionID) == [txn], "the create went through")
+        #expect(try sync.daemon.ctl(["discard", txn]).status == 0)
+        #expect(try sync.daemon.ctlJSON(["show", txn])["jobs"]?.arrayValue?.isEmpty == true)
+    }
+
     @Test func overlappingRefreshesAndADrain_neverMakeTwoCacheRows() throws {
         let sync = try SyncHarness()
         // Expenses made elsewhere (another device of the same user).

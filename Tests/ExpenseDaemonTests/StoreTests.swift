@@ -68,6 +68,28 @@ import Testing
         #expect(view.jobs.map(\.kind) == [.create, .receipt])
     }
 
+    @Test func everyChangeAUserIsToldOf_commitsWithSynchronousFull() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        func synchronous() async throws -> Int64? { try await store.read { db in try db.scalarInt("PRAGMA synchronous") } }
+        // A bookkeeping write first each time: deferred, NORMAL. Every
+        // acknowledged change after it must switch back to FULL (2).
+        func afterDeferred(_ change: () async throws -> Void) async throws -> Int64? {
+            try await store.countTransportFailure()
+            #expect(try await synchronous() == 1)
+            try await change()
+            return try await synchronous()
+        }
+        var a = ""
+        #expect(try await afterDeferred { a = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 1).transactionID } == 2)
+        #expect(try await afterDeferred { _ = try await store.edit(ref: a, fields: ExpenseFields(comment: "later"), now: 2) } == 2)
+        var b = ""
+        #expect(try await afterDeferred { b = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 3).transactionID } == 2)
+        #expect(try await afterDeferred { _ = try await store.discard(ref: b) } == 2)
+        #expect(try await afterDeferred { _ = try await store.claim(limit: 10, now: 4) } == 2)
+        #expect(try await afterDeferred { _ = try await store.delete(ref: a, now: 5) } == 2)
+    }
+
     @Test func answersRecordedTogether_oneThatFailsLeavesTheOthers() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
