@@ -205,15 +205,17 @@ import Testing
         try daemon.start()
         #expect(daemon.stop() == 0)
         let path = "\(daemon.stateDirectory)/expensed.db"
-        do {
-            let db = try Connection(path: path)
-            try db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
-        }
+        try Self.recordFutureSchema(path)
         let before = FileManager.default.contents(atPath: path)
         let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
         #expect(result.status == 65)
         #expect(result.stderr.contains("schema version 99, newer than this expensed knows"), "\(result.stderr)")
         #expect(FileManager.default.contents(atPath: path) == before)
+    }
+
+    /// Marks the database at `path` as migrated by a newer expensed (schema 99).
+    static func recordFutureSchema(_ path: String) throws {
+        try Connection(path: path).execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
     }
 
     @Test func receiptFiles_areSweptOnlyAfterTheDatabaseReadCleanly() throws {
@@ -229,17 +231,11 @@ import Testing
         let orphan = "\(ClientID.make()).png"
         SampleReceipt.write(SampleReceipt.png(), to: "\(daemon.stateDirectory)/receipts/\(orphan)")
         let path = "\(daemon.stateDirectory)/expensed.db"
-        do {
-            let db = try Connection(path: path)
-            try db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'future')")
-        }
+        try Self.recordFutureSchema(path)
         let refused = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
         #expect(refused.status == 65)
         #expect(daemon.receiptFiles() == (referenced + [orphan]).sorted(), "nothing is swept when the database cannot be read")
-        do {
-            let db = try Connection(path: path)
-            try db.execute("DELETE FROM schema_migrations WHERE version = 99")
-        }
+        try Connection(path: path).execute("DELETE FROM schema_migrations WHERE version = 99")
         try daemon.start()
         defer { daemon.stop() }
         #expect(daemon.receiptFiles() == referenced, "once it reads, the orphan goes and the referenced copy stays")
