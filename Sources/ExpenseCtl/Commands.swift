@@ -118,7 +118,7 @@ func openReceipt(_ path: String) throws -> FileDescriptor {
     do {
         fd = try FileDescriptor.open(path, [.readOnly, .noCTTY, .nonBlocking])
     } catch {
-        throw ClientError(status: error.errno == 13 ? .noPermission : .noInput, message: "cannot open receipt '\(path)': \(error.reason)")
+        throw ClientError(status: error.isPermissionDenied ? .noPermission : .noInput, message: "cannot open receipt '\(path)': \(error.reason)")
     }
     do {
         guard try fd.status().kind == .regular else {

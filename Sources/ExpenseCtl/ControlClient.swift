@@ -26,18 +26,16 @@ final class ControlClient {
         do {
             return try UnixSocket.connect(path: path)
         } catch {
-            switch error.errno {
-            case 2, 111: // ENOENT, ECONNREFUSED
+            if error.isNotFound || error.isConnectionRefused {
                 throw ClientError(status: .unavailable, message: """
                     cannot connect to expensed at '\(path)': \(error.reason)
                     Is the daemon running? Start it with 'systemctl start expensed' (or 'expensed' in a shell),
                     or point --socket (or EXPENSED_SOCKET) at its socket.
                     """)
-            case 13: // EACCES
+            } else if error.isPermissionDenied {
                 throw ClientError(status: .noPermission, message: "cannot connect to expensed at '\(path)': \(error.reason); ask to be added to the daemon's control group")
-            default:
-                throw ClientError(status: .unavailable, message: "cannot connect to expensed at '\(path)': \(error.reason)")
             }
+            throw ClientError(status: .unavailable, message: "cannot connect to expensed at '\(path)': \(error.reason)")
         }
     }
 
@@ -132,9 +130,9 @@ final class ControlClient {
     /// The `result` of a response line, or its error as a ``ClientError``.
     func result(of response: JSONValue) throws -> JSONValue {
         if response["ok"]?.boolValue == true { return response["result"] ?? .null }
-        let code = response["error"]?["code"]?.stringValue ?? "unknown"
+        let code = ControlErrorCode(rawValue: response["error"]?["code"]?.stringValue ?? "unknown")
         let message = response["error"]?["message"]?.stringValue ?? "no message"
-        if code == "invalid_field" && response["error"]?["field"] == "ref" {
+        if code == .invalidField && response["error"]?["field"] == "ref" {
             // An id no expense can have: to a person, simply no such expense.
             throw ClientError(status: .refused, message: "that is not an expense id: use a transaction id (cp-…), a client UUID, or a prefix of one")
         }

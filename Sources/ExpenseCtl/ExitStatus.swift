@@ -5,17 +5,17 @@ extension ExitStatus {
     static var refused: ExitStatus { .failure }
 
     /// The status for an error code the daemon answered with.
-    init(errorCode: String) {
+    init(errorCode: ControlErrorCode) {
         switch errorCode {
-        case "invalid_field", "unknown_field", "missing_field", "receipt_invalid", "receipt_too_large", "receipt_missing":
+        case .invalidField, .unknownField, .missingField, .receiptInvalid, .receiptTooLarge, .receiptMissing:
             self = .dataError
-        case "not_found", "ambiguous_id", "invalid_state", "conflict":
+        case .notFound, .ambiguousID, .invalidState, .conflict:
             self = .refused
-        case "permission_denied":
+        case .permissionDenied:
             self = .noPermission
-        case "too_many_connections", "shutting_down", "idle_timeout":
+        case .tooManyConnections, .shuttingDown, .idleTimeout:
             self = .tempFailure
-        case "storage_failed":
+        case .storageFailed:
             self = .ioError
         default:
             self = .software

@@ -122,7 +122,7 @@ public final class ReceiptDirectory: Sendable {
             return ClientID.isCanonical(String(name.dropFirst().dropLast(4)))
         }
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, ["jpg", "png", "pdf"].contains(parts[1]) else { return false }
+        guard parts.count == 2, ReceiptKind.allCases.contains(where: { $0.fileExtension == parts[1] }) else { return false }
         return ClientID.isCanonical(String(parts[0]))
     }
 }

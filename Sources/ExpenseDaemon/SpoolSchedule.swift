@@ -1,3 +1,4 @@
+import ExpenseCore
 import Posix
 
 /// Decides which spool files are taken together, and when. A receipt
@@ -30,12 +31,9 @@ struct SpoolSchedule {
         }
     }
 
-    /// The extensions of receipts the spool takes (any case).
-    static let receiptExtensions: Set<String> = ["jpg", "jpeg", "png", "pdf"]
-
     static func role(of name: FileName) -> Role {
         guard let ext = name.lowercasedExtension else { return .other }
-        if receiptExtensions.contains(ext) { return .receipt }
+        if ReceiptKind(fileExtension: ext) != nil { return .receipt }
         return ext == "json" ? .sidecar : .other
     }
 

@@ -29,6 +29,8 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// True when the call failed because the thing did not exist (`ENOENT`).
     public var isNotFound: Bool { errno == ENOENT }
+    /// True when nothing listens at the address (`ECONNREFUSED`).
+    public var isConnectionRefused: Bool { errno == ECONNREFUSED }
     /// True when the call would have blocked on a non-blocking descriptor.
     public var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
 }
@@ -38,7 +40,7 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 /// sees `EINTR`.
 @discardableResult
 func retrying<T: BinaryInteger>(
-    _ call: String, _ subject: String? = nil, _ body: () -> T
+    _ call: String, _ subject: @autoclosure () -> String? = nil, _ body: () -> T
 ) throws(SystemCallError) -> T {
     while true {
         let result = body()
@@ -48,7 +50,9 @@ func retrying<T: BinaryInteger>(
         // Programmer errors, not runtime conditions: a descriptor we do not
         // own or a bad pointer means the process state is already wrong.
         precondition(code != EBADF && code != EFAULT, "\(call) failed with \(code == EBADF ? "EBADF" : "EFAULT")")
-        throw SystemCallError(call: call, errno: code, subject: subject)
+        // Built only on failure: a subject is often a file name made
+        // displayable, which costs more than the call that succeeded.
+        throw SystemCallError(call: call, errno: code, subject: subject())
     }
 }
 
