@@ -96,32 +96,25 @@ extension APIExchange {
 
     // MARK: PUT /v1/expenses/{id}/receipt
 
-    func beginUpload(user: Int64, id: String) throws(APIError) {
+    func beginUpload(user: Int64, id: String) throws {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         let transactionID = try expenseID(id)
         let mediaType = (head.value(of: "Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
         guard let kind = ReceiptKind(contentType: mediaType) else {
-            throw .unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
+            throw APIError.unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
         }
         // A chunked body's size is unknown until it has arrived; the limit
         // must be enforceable from the headers.
-        guard let length = head.contentLength, head.value(of: "Transfer-Encoding") == nil else { throw .lengthRequired }
+        guard let length = head.contentLength, head.value(of: "Transfer-Encoding") == nil else { throw APIError.lengthRequired }
         let limit = service.configuration.receiptMaxBytes
-        guard length <= limit else { throw .payloadTooLarge(limit: limit, what: "the receipt") }
+        guard length <= limit else { throw APIError.payloadTooLarge(limit: limit, what: "the receipt") }
         let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
         // 404 and 410 before a single byte is read: the client drops or
         // defers the job without sending megabytes for nothing. A key seen
         // before goes on to the replay check, whatever became of the expense.
-        do {
-            if try !service.store.hasIdempotencyRecord(user: user, key: key) {
-                guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
-                guard !stored.expense.deleted else { throw APIError.expenseDeleted }
-            }
-        } catch let error as APIError {
-            throw error
-        } catch {
-            service.log.log(.error, "Failed to read expense \(transactionID): \(error)")
-            throw .storageUnavailable
+        if try !service.store.hasIdempotencyRecord(user: user, key: key) {
+            guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+            guard !stored.expense.deleted else { throw APIError.expenseDeleted }
         }
         try claim(user: user, key: key)
         let upload = ReceiptUpload(kind: kind, claimedDigest: digest, announcedLength: length, files: service.store.receipts)

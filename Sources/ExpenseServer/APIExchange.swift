@@ -123,7 +123,7 @@ final class APIExchange: HTTPExchange {
 
     /// Authenticates and routes; leaves `completion` (and `receiver` when a
     /// body is expected) set for the endpoint.
-    private func begin(_ route: Route?) throws(APIError) {
+    private func begin(_ route: Route?) throws {
         // libmicrohttpd is told to be lenient here so that the answer is
         // ours, with a contract error body (RFC 9112 §3.2).
         if head.version == "HTTP/1.1" && head.values(of: "Host").count != 1 {
@@ -131,15 +131,15 @@ final class APIExchange: HTTPExchange {
         }
         if route == .health {
             guard head.method == "GET" || head.method == "HEAD" else {
-                throw .methodNotAllowed(head.method, allowed: Route.health.allowedMethods)
+                throw APIError.methodNotAllowed(head.method, allowed: Route.health.allowedMethods)
             }
             completion = { HTTPResponse(status: 200, headers: [jsonContentType], body: .bytes(Array(#"{"status":"ok"}"#.utf8))) }
             return
         }
         let user = try authenticate()
-        guard let route else { throw .notFound(AccessEntry.printable(target.path, limit: 200)) }
+        guard let route else { throw APIError.notFound(AccessEntry.printable(target.path, limit: 200)) }
         guard route.allowedMethods.contains(head.method) else {
-            throw .methodNotAllowed(AccessEntry.printable(head.method, limit: 32), allowed: route.allowedMethods)
+            throw APIError.methodNotAllowed(AccessEntry.printable(head.method, limit: 32), allowed: route.allowedMethods)
         }
         switch (route, head.method) {
         case (.expenses, "POST"): try beginCreate(user: user)
@@ -154,25 +154,19 @@ final class APIExchange: HTTPExchange {
     }
 
     /// The user whose bearer token the request carries.
-    /// - Throws: `401` for a missing, malformed or unknown token.
-    private func authenticate() throws(APIError) -> Int64 {
+    /// - Throws: `401` for a missing, malformed or unknown token; the
+    ///   store's error when it cannot be read (``response(for:)`` maps it).
+    private func authenticate() throws -> Int64 {
         let values = head.values(of: "Authorization")
-        guard let value = values.first else { throw .unauthorized("this request needs Authorization: Bearer <token>") }
-        guard values.count == 1 else { throw .unauthorized("Authorization was sent more than once") }
+        guard let value = values.first else { throw APIError.unauthorized("this request needs Authorization: Bearer <token>") }
+        guard values.count == 1 else { throw APIError.unauthorized("Authorization was sent more than once") }
         let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw .unauthorized("Authorization must use the Bearer scheme")
+            throw APIError.unauthorized("Authorization must use the Bearer scheme")
         }
         let token = parts[1].trimmingCharacters(" \t")
-        guard Self.isToken68(token) else { throw .unauthorized("the bearer token is malformed") }
-        let user: Int64?
-        do {
-            user = try service.store.user(forToken: String(token))
-        } catch {
-            service.log.log(.error, "Failed to look up a token: \(error)")
-            throw .storageUnavailable
-        }
-        guard let user else { throw .unauthorized("the bearer token is not valid") }
+        guard Self.isToken68(token) else { throw APIError.unauthorized("the bearer token is malformed") }
+        guard let user = try service.store.user(forToken: String(token)) else { throw APIError.unauthorized("the bearer token is not valid") }
         return user
     }
 
