@@ -36,9 +36,8 @@ extension Store {
             } else if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
                 try Store.rewrite(db, last, fields: last.fields.merging(fields), baseVersion: last.baseVersion)
             } else {
-                let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
                 // Before the create is applied, the expense it makes will have version 1.
-                try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: cached?.version ?? 1, now: now)
+                try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: view.version ?? 1, now: now)
             }
             return try Store.view(db, transactionID: transactionID)!
         }
@@ -51,12 +50,12 @@ extension Store {
     public func delete(ref: String, now: Int64) async throws -> DeleteResult {
         let (result, files) = try await database.write { db -> (DeleteResult, [String]) in
             let transactionID = try Store.resolve(db, ref: ref)
-            guard try Store.view(db, transactionID: transactionID) != nil else {
+            guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
-            let cached = try db.scalarInt("SELECT count(*) FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
-            let neverSent = cached == 0 && jobs.contains { $0.kind == .create && $0.isUntouched }
+            // Not in the cache (no version) and its create never left: the server never saw it.
+            let neverSent = view.version == nil && jobs.contains { $0.kind == .create && $0.isUntouched }
             if neverSent {
                 let files = jobs.compactMap(\.receiptFile)
                 try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
