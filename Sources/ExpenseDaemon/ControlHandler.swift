@@ -131,7 +131,7 @@ final class ControlHandler: Sendable {
         case .status:
             return try await status()
         case .watch:
-            return .null
+            preconditionFailure("watch is answered before perform is called")
         case .sync(let refresh):
             guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; there is nothing to sync with") }
             drainer.sync(refresh: refresh)

@@ -30,8 +30,8 @@ final class Drainer: Sendable {
         var forced = false
         var refreshRequested = false
         var lastRefresh: UInt64?
-        /// Monotonic time the running pass started, and of its last progress.
-        var passStarted: UInt64?
+        /// A pass is running, and the monotonic time of its last progress.
+        var passing = false
         var lastProgress: UInt64 = 0
         var lastContact: Int64?
         var lastErrorClass: String?
@@ -85,7 +85,7 @@ final class Drainer: Sendable {
     func isAlive() -> Bool {
         let limit = UInt64(configuration.requestTimeoutMilliseconds + configuration.connectTimeoutMilliseconds + 10_000) * 1_000_000
         return state.withLock { state in
-            guard state.passStarted != nil else { return true }
+            guard state.passing else { return true }
             return Clock.monotonicNanoseconds - state.lastProgress < limit
         }
     }
@@ -139,7 +139,7 @@ final class Drainer: Sendable {
 
     private func begin() {
         state.withLock {
-            $0.passStarted = Clock.monotonicNanoseconds
+            $0.passing = true
             $0.lastProgress = Clock.monotonicNanoseconds
         }
     }
@@ -191,7 +191,7 @@ final class Drainer: Sendable {
     }
 
     private func end() {
-        state.withLock { $0.passStarted = nil }
+        state.withLock { $0.passing = false }
     }
 
     /// Why a pass stopped before the outbox was empty.

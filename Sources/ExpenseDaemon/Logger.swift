@@ -25,36 +25,33 @@ public final class Logger: Sendable {
     }
 
     let toJournal: Bool
-    let identifier: String
     let threshold: Priority
     /// `<N>` priority prefixes, for journald and syslog reading stderr;
     /// a person at a terminal gets the plain lines.
     let prefixes = isatty(2) == 0
 
-    public init(target: Configuration.LogTarget, identifier: String = "expensed", threshold: Priority = .info) {
+    public init(target: Configuration.LogTarget) {
         switch target {
         case .journal: toJournal = true
         case .stderr: toJournal = false
         case .auto: toJournal = Journal.isStderrConnected
         }
-        self.identifier = identifier
-        self.threshold = Environment["EXPENSED_DEBUG"] != nil ? .debug : threshold
+        threshold = Environment["EXPENSED_DEBUG"] != nil ? .debug : .info
     }
 
     /// Logs one line. When it is about an expense, `transactionID` is both
     /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the message.
     public func log(_ priority: Priority, _ message: String, transactionID: String? = nil, jobUUID: String? = nil,
-                    messageID: MessageID? = nil, fields: [(String, String)] = []) {
+                    messageID: MessageID? = nil) {
         guard priority <= threshold else { return }
         let text = (transactionID.map { "\($0): " } ?? "") + message
         if toJournal {
             var entry: [(String, String)] = [
-                ("MESSAGE", text), ("PRIORITY", String(priority.rawValue)), ("SYSLOG_IDENTIFIER", identifier),
+                ("MESSAGE", text), ("PRIORITY", String(priority.rawValue)), ("SYSLOG_IDENTIFIER", "expensed"),
             ]
             if let transactionID { entry.append(("EXPENSE_TRANSACTION_ID", transactionID)) }
             if let jobUUID { entry.append(("EXPENSE_JOB_UUID", jobUUID)) }
             if let messageID { entry.append(("MESSAGE_ID", messageID.rawValue)) }
-            entry.append(contentsOf: fields)
             if Journal.send(entry) { return }
         }
         // One write(2) per line, so lines from several threads never interleave.

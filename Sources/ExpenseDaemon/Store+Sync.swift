@@ -193,11 +193,16 @@ extension Store {
         }
     }
 
-    /// Counts a failure of `errorClass` in the persistent totals.
-    static func countFailure(_ db: Connection, _ errorClass: String) throws {
+    /// Adds one to the persistent counter `name`.
+    static func increment(_ db: Connection, _ name: String) throws {
         try db.execute("""
             INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1
-            """, [.text("failures." + errorClass)])
+            """, [.text(name)])
+    }
+
+    /// Counts a failure of `errorClass` in the persistent totals.
+    static func countFailure(_ db: Connection, _ errorClass: String) throws {
+        try increment(db, "failures." + errorClass)
     }
 
     /// Counts transport failures, which touch no job.
@@ -209,9 +214,7 @@ extension Store {
     /// bucket k counts latencies in [2^(k-1), 2^k) ms.
     static func recordLatency(_ db: Connection, milliseconds: Int64) throws {
         let bucket = milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
-        try db.execute("""
-            INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1
-            """, [.text("latency.\(bucket)")])
+        try increment(db, "latency.\(bucket)")
     }
 
     /// The persistent totals: failures by class and the latency histogram.

@@ -15,9 +15,9 @@ final class TokenSource: Sendable {
         var token: String?
         var stamp: Stamp?
         var problem: String?
-        var loaded = false
-        /// Counts the versions of the file read so far: a refusal earned
-        /// with an older version says nothing about the current one.
+        /// Counts the versions of the file read so far (0: none yet): a
+        /// refusal earned with an older version says nothing about the
+        /// current one.
         var generation = 0
     }
 
@@ -56,7 +56,7 @@ final class TokenSource: Sendable {
         let status = try? FileSystem.status(path)
         let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds) }
         // Unchanged (or still unreadable the same way): nothing to do.
-        let (previous, loaded) = state.withLock { ($0.stamp, $0.loaded) }
+        let (previous, loaded) = state.withLock { ($0.stamp, $0.generation > 0) }
         if loaded && stamp == previous { return false }
         var token: String?
         var problem: String?
@@ -81,7 +81,6 @@ final class TokenSource: Sendable {
             $0.token = token
             $0.stamp = stamp
             $0.problem = problem
-            $0.loaded = true
             $0.generation += 1
         }
         return true
