@@ -75,6 +75,9 @@ enum SpoolSetup {
         }
         guard !rows.isEmpty else { return }
         var finished: [SpoolIntakeRecord] = []
+        // Who is where in the spool, listed once and only if some file is
+        // not under the name it was taken by.
+        var names: [FileIdentity: FileName]?
         for (record, clientID) in rows {
             let transactionID = TransactionID.derive(from: clientID)
             do {
@@ -85,11 +88,14 @@ enum SpoolSetup {
                 if let status = try directory.status(of: record.name),
                    status.device == record.device && status.inode == record.inode {
                     report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
-                } else if let renamed = try Self.name(of: record, in: directory) {
-                    // Renamed within the spool after it was taken: still the same file.
-                    let moved = SpoolIntakeRecord(device: record.device, inode: record.inode, size: record.size,
-                                                  modified: record.modified, name: renamed)
-                    report(try directory.remove(moved), moved, transactionID: transactionID, intake: intake, logger: logger)
+                } else {
+                    if names == nil { names = try Self.names(in: directory) }
+                    if let renamed = names?[FileIdentity(device: record.device, inode: record.inode)] {
+                        // Renamed within the spool after it was taken: still the same file.
+                        let moved = SpoolIntakeRecord(device: record.device, inode: record.inode, size: record.size,
+                                                      modified: record.modified, name: renamed)
+                        report(try directory.remove(moved), moved, transactionID: transactionID, intake: intake, logger: logger)
+                    }
                 }
                 finished.append(record)
             } catch {
@@ -105,14 +111,19 @@ enum SpoolSetup {
         }
     }
 
-    /// The name a taken file has now, if it is still in the spool under another one.
-    private static func name(of record: SpoolIntakeRecord, in directory: SpoolDirectory) throws(SystemCallError) -> FileName? {
+    /// A file while it exists: its device and inode.
+    struct FileIdentity: Hashable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// The name of every file now in the spool, by identity.
+    private static func names(in directory: SpoolDirectory) throws(SystemCallError) -> [FileIdentity: FileName] {
+        var names: [FileIdentity: FileName] = [:]
         for name in try directory.names() {
-            if let status = try directory.status(of: name), status.device == record.device && status.inode == record.inode {
-                return name
-            }
+            if let status = try directory.status(of: name) { names[FileIdentity(device: status.device, inode: status.inode)] = name }
         }
-        return nil
+        return names
     }
 
     private static func report(_ removal: SpoolDirectory.Removal, _ record: SpoolIntakeRecord, transactionID: String,
