@@ -131,7 +131,7 @@ extension APIExchange {
                 try? files.remove(receipt.file)
                 throw error
             }
-            if !attachment.usesNewFile { try? files.remove(receipt.file) }
+            if attachment.outcome.isReplay { try? files.remove(receipt.file) }
             if let replaced = attachment.replacedFile {
                 do { try files.remove(replaced) } catch {
                     service.log.log(.warning, "Failed to remove replaced receipt of \(transactionID): \(error), ignoring")

@@ -103,11 +103,10 @@ extension ExpenseStore {
 
     /// What attaching a receipt did, and which files the caller must remove
     /// once it returned (never before the commit).
+    /// Only an applied upload points the expense at the new file; after a
+    /// replay the new file is referenced by nothing and must go.
     struct ReceiptAttachment: Sendable {
         let outcome: WriteOutcome
-        /// True when the expense now points at the new file; otherwise the
-        /// new file is not referenced and must go.
-        let usesNewFile: Bool
         /// The file the expense pointed at before, now unreferenced.
         let replacedFile: String?
     }
@@ -118,7 +117,7 @@ extension ExpenseStore {
     func attachReceipt(_ operation: IdempotentOperation, transactionID: String, _ receipt: StoredReceipt) throws -> ReceiptAttachment {
         try write { db in
             if let expense = try Self.replay(db, operation) {
-                return ReceiptAttachment(outcome: .replayed(expense), usesNewFile: false, replacedFile: nil)
+                return ReceiptAttachment(outcome: .replayed(expense), replacedFile: nil)
             }
             guard var stored = try Self.load(db, transactionID: transactionID, user: operation.user) else {
                 throw APIError.expenseNotFound
@@ -127,7 +126,7 @@ extension ExpenseStore {
             let now = Self.now()
             if let current = stored.receipt, current.sha256 == receipt.sha256, current.contentType == receipt.contentType {
                 try Self.remember(db, operation, status: 200, transactionID: transactionID, nowMilliseconds: now.milliseconds)
-                return ReceiptAttachment(outcome: .replayed(stored.expense), usesNewFile: false, replacedFile: nil)
+                return ReceiptAttachment(outcome: .replayed(stored.expense), replacedFile: nil)
             }
             let change = try Self.nextChange(db)
             try db.execute("""
@@ -141,7 +140,7 @@ extension ExpenseStore {
             stored.expense.version += 1
             stored.expense.updatedAt = now.text
             try Self.remember(db, operation, status: 200, transactionID: transactionID, nowMilliseconds: now.milliseconds)
-            return ReceiptAttachment(outcome: .applied(stored.expense), usesNewFile: true, replacedFile: replaced)
+            return ReceiptAttachment(outcome: .applied(stored.expense), replacedFile: replaced)
         }
     }
 }
