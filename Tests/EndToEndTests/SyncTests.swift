@@ -154,22 +154,55 @@ import Testing
         #expect(replays.count == 60, "every create and receipt of the second round was a replay: \(replays.count)")
     }
 
+    /// A create refused as the contract says a merchant block list would.
+    static let blocked = LoopbackHTTPServer.Reply.respond(
+        status: 422, headers: ["Content-Type": "application/json"],
+        body: Array(#"{"error":{"code":"merchant_blocked","message":"merchant is on the block list"}}"#.utf8))
+
+    /// A create answered `201` with the expense it makes.
+    static func created(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        let body = (try? JSONValue.parse(request.body)) ?? .null
+        let key = request.headers["idempotency-key"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
+        let expense: JSONValue = ["transaction_id": .string(TransactionID.derive(from: key)), "client_id": .string(key),
+                                  "merchant": body["merchant"] ?? .null, "amount": body["amount"] ?? .null,
+                                  "currency": body["currency"] ?? .null, "date": body["date"] ?? .null, "version": 1,
+                                  "created_at": "2026-11-30T00:00:00.000Z", "updated_at": "2026-11-30T00:00:00.000Z"]
+        return .respond(status: 201, headers: ["Content-Type": "application/json"], body: expense.serializedBytes())
+    }
+
+    @Test func newExpense_getsThroughABacklogOfFailingOnes() throws {
+        // Every "Blocked" create is refused, again and again; others apply.
+        let server = try LoopbackHTTPServer { request in
+            if request.method == "GET" { return .respond(status: 200, headers: [:], body: Array(#"{"expenses":[],"next_cursor":"0","has_more":false}"#.utf8)) }
+            let merchant = (try? JSONValue.parse(request.body))?["merchant"]?.stringValue ?? ""
+            return merchant.hasPrefix("Blocked") ? Self.blocked : Self.created(request)
+        }
+        defer { server.stop() }
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--drain-interval", "100ms",
+                                                         "--backoff-base", "10ms", "--backoff-cap", "50ms", "--max-attempts", "1000"])
+        defer { daemon.stop() }
+        let client = try RawClient(path: daemon.socketPath)
+        for n in 0..<20 {
+            try client.send(#"{"op":"add","expense":{"merchant":"Blocked \#(n)","amount":"1.00","currency":"EUR","date":"2026-11-29"}}"# + "\n")
+            #expect(try client.readJSONLine()["ok"] == true)
+        }
+        try waitUntil(timeout: 10, "every blocked create to be retrying") { server.requests.filter { $0.method == "POST" }.count >= 60 }
+        try client.send(#"{"op":"add","expense":{"merchant":"Welcome","amount":"2.00","currency":"EUR","date":"2026-11-29"}}"# + "\n")
+        let added = try client.readJSONLine()["result"]?["transaction_id"]?.stringValue ?? ""
+        let before = server.requests.filter { $0.method == "POST" }.count
+        try waitUntil(timeout: 3, "the new expense to apply past the failing ones") {
+            try daemon.list().first { $0["transaction_id"]?.stringValue == added }?["state"] == "synced"
+        }
+        #expect(server.requests.filter { $0.method == "POST" }.count > before, "the failing ones kept being retried meanwhile")
+        #expect(try daemon.list().filter { $0["state"] == "synced" }.count == 1)
+    }
+
     @Test func rejectedFiveTimes_needsAttentionThenRetryApplies() throws {
         // A server that refuses this expense until it is "fixed".
         let fixed = Atomic<Bool>(false)
         let server = try LoopbackHTTPServer { request in
             if request.method == "GET" { return .respond(status: 200, headers: [:], body: Array(#"{"expenses":[],"next_cursor":"0","has_more":false}"#.utf8)) }
-            guard fixed.load(ordering: .relaxed) else {
-                return .respond(status: 422, headers: ["Content-Type": "application/json"],
-                                body: Array(#"{"error":{"code":"merchant_blocked","message":"merchant is on the block list"}}"#.utf8))
-            }
-            let body = (try? JSONValue.parse(request.body)) ?? .null
-            let key = request.headers["idempotency-key"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
-            let expense: JSONValue = ["transaction_id": .string(TransactionID.derive(from: key)), "client_id": .string(key),
-                                      "merchant": body["merchant"] ?? .null, "amount": body["amount"] ?? .null,
-                                      "currency": body["currency"] ?? .null, "date": body["date"] ?? .null, "version": 1,
-                                      "created_at": "2026-11-30T00:00:00.000Z", "updated_at": "2026-11-30T00:00:00.000Z"]
-            return .respond(status: 201, headers: ["Content-Type": "application/json"], body: expense.serializedBytes())
+            return fixed.load(ordering: .relaxed) ? Self.created(request) : Self.blocked
         }
         let token = TemporaryDirectory()
         SampleReceipt.write(Array("t0ken\n".utf8), to: token.at("token"))
