@@ -148,6 +148,7 @@ final class Drainer: Sendable {
     /// unless the token file changed since that request went out.
     /// - Returns: true when this starts a pause (to log it once).
     func pauseForCredentials(refusedGeneration: Int, status: Int) -> Bool {
+        tokens.reloadIfChanged()
         guard refusedGeneration == tokens.generation else { return false }
         let first = state.withLock { state -> Bool in
             defer {

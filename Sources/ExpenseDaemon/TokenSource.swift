@@ -19,6 +19,8 @@ final class TokenSource: Sendable {
         /// refusal earned with an older version says nothing about the
         /// current one.
         var generation = 0
+        /// When `current()` last looked at the file (monotonic nanoseconds).
+        var checked: UInt64 = 0
     }
 
     /// What identifies a version of the file.
@@ -38,11 +40,20 @@ final class TokenSource: Sendable {
         }
     }
 
-    /// The current token (reading the file when it changed since last time).
+    /// The current token, reading the file again when it changed; the file
+    /// is looked at no more than once a second here (a drain sends
+    /// thousands of requests a second), and always by ``reloadIfChanged()``.
     /// - Returns: the token, or nil with why (never with the file's content),
     ///   and the generation of the file it came from.
     func current() -> (token: String?, problem: String?, generation: Int) {
-        _ = reloadIfChanged()
+        let due = state.withLock { state -> Bool in
+            // Read under the lock: the clock only moves forward for whoever holds it.
+            let now = Clock.monotonicNanoseconds
+            guard now - state.checked >= 1_000_000_000 || state.generation == 0 else { return false }
+            state.checked = now
+            return true
+        }
+        if due { reloadIfChanged() }
         return state.withLock { ($0.token, $0.problem, $0.generation) }
     }
 
@@ -77,13 +88,16 @@ final class TokenSource: Sendable {
         } catch {
             problem = "cannot read token file '\(path)'"
         }
-        state.withLock {
+        // Callers at the same moment may both have read it: one version of
+        // the file is one generation.
+        return state.withLock {
+            if $0.generation > 0 && $0.stamp == stamp { return false }
             $0.token = token
             $0.stamp = stamp
             $0.problem = problem
             $0.generation += 1
+            return true
         }
-        return true
     }
 
     private struct TokenProblem: Error {

@@ -1,0 +1,59 @@
+@testable import ExpenseDaemon
+import ExpenseTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct TokenSourceTests {
+    static func write(_ token: String, to path: String) throws {
+        // A new file (new inode), as an editor or systemd would put it there.
+        let temporary = path + ".new"
+        try Data((token + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
+        #expect(rename(temporary, path) == 0)
+    }
+
+    @Test func manyRequestsAtOnce_allGetTheToken() async throws {
+        let dir = TemporaryDirectory()
+        let path = dir.at("token")
+        try Self.write("first-token", to: path)
+        let tokens = TokenSource(configuredPath: path)
+        // Every send asks for the token; several run at once, on threads of
+        // their own here, for long enough that the file is looked at again
+        // a few times while others ask. None may trap (the once-a-second
+        // check compares clock readings taken on different threads), and
+        // all see the file's token.
+        let wrong = Atomic<Int>(0), calls = Atomic<Int>(0)
+        let end = Date().addingTimeInterval(2.5)
+        let threads = (0..<4).map { _ in
+            Thread {
+                while Date() < end {
+                    for _ in 0..<1000 where tokens.current().token != "first-token" { wrong.add(1, ordering: .relaxed) }
+                    calls.add(1000, ordering: .relaxed)
+                }
+            }
+        }
+        threads.forEach { $0.start() }
+        while threads.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(calls.load(ordering: .relaxed) > 10_000)
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(tokens.generation == 1, "the unchanged file was read once")
+    }
+
+    @Test func replacedFile_isReadWithinASecondBySends_andAtOnceByAReload() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.at("token")
+        try Self.write("first-token", to: path)
+        let tokens = TokenSource(configuredPath: path)
+        #expect(tokens.current().token == "first-token")
+        try Self.write("second-token", to: path)
+        #expect(tokens.reloadIfChanged())
+        let (token, problem, generation) = tokens.current()
+        #expect(token == "second-token" && problem == nil && generation == 2)
+
+        try Self.write("third-token", to: path)
+        let deadline = Date().addingTimeInterval(3)
+        while tokens.current().token != "third-token" && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(tokens.current().token == "third-token")
+        #expect(tokens.generation == 3)
+    }
+}
