@@ -133,13 +133,22 @@ extension Store {
     public func complete(_ answers: [(OutboxJob, JobUpdate)], now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.0, $0.1) }
         return try await database.write(durability: durable ? .durable : .deferred) { db in
-            try answers.map { job, update in
+            // The latency histogram takes one update per bucket, not per job.
+            var latencies: [Int: Int64] = [:]
+            let results = try answers.map { job, update in
                 let result = Result { try db.savepoint { try Store.apply(db, job, update, now: now) } }
                 // An error that ended the whole transaction (a full disk)
                 // undid the answers before it too: fail them all.
                 if case .failure(let error) = result, !db.isInTransaction { throw error }
+                if case .success = result, case .applied = update {
+                    latencies[Store.latencyBucket(milliseconds: now - job.createdMilliseconds), default: 0] += 1
+                }
                 return result
             }
+            for (bucket, count) in latencies {
+                try Store.increment(db, "latency.\(bucket)", by: count)
+            }
+            return results
         }
     }
 
@@ -159,7 +168,6 @@ extension Store {
             }
             FaultPoints.hit("between-upsert-and-job-removal")
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
-            try Store.recordLatency(db, milliseconds: now - job.createdMilliseconds)
             return job.receiptFile
         case .dropReceipt:
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
@@ -193,11 +201,11 @@ extension Store {
         }
     }
 
-    /// Adds one to the persistent counter `name`.
-    static func increment(_ db: Connection, _ name: String) throws {
+    /// Adds `count` to the persistent counter `name`.
+    static func increment(_ db: Connection, _ name: String, by count: Int64 = 1) throws {
         try db.execute("""
-            INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1
-            """, [.text(name)])
+            INSERT INTO counters (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + ?2
+            """, [.text(name), .integer(count)])
     }
 
     /// Counts a failure of `errorClass` in the persistent totals.
@@ -210,11 +218,10 @@ extension Store {
         try await database.write(durability: .deferred) { db in try Store.countFailure(db, "transport") }
     }
 
-    /// Adds an enqueue-to-applied latency to the persistent histogram:
-    /// bucket k counts latencies in [2^(k-1), 2^k) ms.
-    static func recordLatency(_ db: Connection, milliseconds: Int64) throws {
-        let bucket = milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
-        try increment(db, "latency.\(bucket)")
+    /// The persistent histogram's bucket for an enqueue-to-applied
+    /// latency: bucket k counts latencies in [2^(k-1), 2^k) ms.
+    static func latencyBucket(milliseconds: Int64) -> Int {
+        milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
     }
 
     /// The persistent totals: failures by class and the latency histogram.

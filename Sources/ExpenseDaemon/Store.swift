@@ -92,6 +92,10 @@ public final class Store: Sendable {
         try db.execute("PRAGMA journal_mode = WAL")
         try db.execute("PRAGMA synchronous = FULL")
         try db.execute("PRAGMA foreign_keys = ON")
+        // Savepoints keep their undo data (the statement journal) in memory,
+        // not in a temporary file: it only ever serves a rollback within a
+        // live transaction, and answers are recorded a savepoint each.
+        try db.execute("PRAGMA temp_store = MEMORY")
         try db.migrate(Schema.migrations)
     }
 
