@@ -205,7 +205,12 @@ final class Drainer: Sendable {
         case answered(OutboxJob, Sent)
         /// Answers recorded; a batch of plain ones, or one handled alone.
         case recorded(Stop?, count: Int, batch: Bool)
+        /// Answers waiting to be recorded have waited long enough.
+        case holdOver
     }
+
+    /// How long plain answers may wait for more to be recorded with.
+    static let answerHoldMilliseconds = 20
 
     /// Keeps `concurrency` requests on the wire: the HTTP client has that
     /// many connections and holds up to as many more requests ready (their
@@ -213,18 +218,23 @@ final class Drainer: Sendable {
     /// next one without waiting for this task. A request's place is free as
     /// soon as its answer arrives.
     /// Plain answers (the server took or judged the job) are recorded in
-    /// batches, one store call and one transaction for all that arrived
-    /// while the last batch was being recorded; the rest (no answer, a
-    /// refused token, a deleted expense) one by one. At most twice
-    /// `concurrency` answers wait or are being recorded. The next batch of
-    /// jobs is claimed while the current one is still being sent. Jobs
-    /// claimed but not sent when the pass stops go back to the queue.
+    /// batches, one store call and one transaction each: a batch goes once
+    /// twice `concurrency` answers wait, nothing else is on the wire, or
+    /// the first of them has waited `answerHoldMilliseconds` (a recorded
+    /// answer costs a few pages of WAL; a batch shares most of them). The
+    /// rest (no answer, a refused token, a deleted expense) are handled one
+    /// by one. At most four times `concurrency` answers wait or are being
+    /// recorded. The next jobs are claimed while the last ones are being
+    /// sent. Jobs claimed but not sent when the pass stops go back to the
+    /// queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
         var stop: Stop?
         await withTaskGroup(of: PassEvent.self) { group in
             var sending = 0, recording = 0, claiming = false, recordingBatch = false
+            /// A hold-over timer is running; it has fired since the last batch.
+            var holding = false, heldLongEnough = false
             var plain: [(OutboxJob, HTTPResponse)] = []
             /// Recordings finished so far: a claim that started before the
             /// last one may have missed what it made eligible.
@@ -234,30 +244,38 @@ final class Drainer: Sendable {
             var exhausted = false
             func startMore() {
                 // Answers are recorded whether or not the pass goes on.
-                if !recordingBatch && !plain.isEmpty {
+                if !recordingBatch && !plain.isEmpty
+                    && (plain.count >= 2 * width || sending == 0 || heldLongEnough || stop != nil || isStopping) {
                     let batch = plain
                     plain = []
+                    heldLongEnough = false
                     recordingBatch = true
                     recording += batch.count
                     group.addTask { [self] in
                         await record(batch)
                         return .recorded(nil, count: batch.count, batch: true)
                     }
+                } else if !plain.isEmpty && !holding {
+                    holding = true
+                    group.addTask {
+                        try? await Task.sleep(for: .milliseconds(Self.answerHoldMilliseconds))
+                        return .holdOver
+                    }
                 }
                 let going = stop == nil && !isStopping
-                if going && !claiming && !exhausted && claimed.count < width {
+                if going && !claiming && !exhausted && claimed.count < 4 * width {
                     claiming = true
                     let seen = recordings
                     group.addTask { [self] in
                         do {
-                            return .claimed(try await store.claim(limit: width * 8, now: Clock.wallMilliseconds), afterRecordings: seen)
+                            return .claimed(try await store.claim(limit: width * 16, now: Clock.wallMilliseconds), afterRecordings: seen)
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
                             return .claimed([], afterRecordings: seen)
                         }
                     }
                 }
-                while going && sending < 2 * width && recording + plain.count < 2 * width && !claimed.isEmpty {
+                while going && sending < 2 * width && recording + plain.count < 4 * width && !claimed.isEmpty {
                     let job = claimed.removeFirst()
                     group.addTask { [self] in .answered(job, await send(job)) }
                     sending += 1
@@ -286,6 +304,9 @@ final class Drainer: Sendable {
                     exhausted = false
                     markProgress()
                     if let reason, stop == nil { stop = reason }
+                case .holdOver:
+                    holding = false
+                    heldLongEnough = !plain.isEmpty
                 }
                 startMore()
             }

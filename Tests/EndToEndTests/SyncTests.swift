@@ -308,6 +308,28 @@ import Testing
         #expect(sending > 2, "more jobs wait ready in the HTTP client: \(sending) sending")
     }
 
+    @Test func answersWaitingForCompany_areRecordedSoonWhileARequestHangs() throws {
+        // The first create hangs; the others are answered at once. Their
+        // answers are fewer than a batch, and a request is still on the
+        // wire: they are recorded after a short hold, not when it ends.
+        let posts = Atomic<Int>(0)
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            let n = posts.add(1, ordering: .relaxed).newValue
+            return n == 1 ? .hang : .respond(status: 503, headers: ["Retry-After": "3600"], body: Array(#"{"error":{"code":"busy"}}"#.utf8))
+        }
+        defer { server.stop() }
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"])
+        defer { daemon.stop() }
+        _ = try Self.add(3, to: daemon)
+        try waitUntil(timeout: 5, "three creates to reach the server") { posts.load(ordering: .relaxed) >= 3 }
+        try waitUntil(timeout: 3, "the two answers to be recorded while the first request hangs") {
+            let jobs = try daemon.list()
+            return jobs.filter { $0["state"] == "queued" }.count == 2 && jobs.filter { $0["state"] == "sending" }.count == 1
+        }
+        #expect(try daemon.request(["op": "status"])["result"]?["sending"] == 1)
+    }
+
     @Test func requestsWaitingForAConnection_doNotSpendTheirTimeoutWaiting() throws {
         // One connection; each create takes 0.7 s of a 1 s timeout. A request
         // timed from when it was handed over would expire waiting its turn.
