@@ -67,10 +67,9 @@ final class Transfer {
         check(ccurl_easy_setopt_write_function(easy, CURLOPT_HEADERFUNCTION, { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let n = size * count
-            let line = data!.withMemoryRebound(to: UInt8.self, capacity: n) {
-                String(decoding: UnsafeBufferPointer(start: $0, count: n), as: UTF8.self)
+            data!.withMemoryRebound(to: UInt8.self, capacity: n) {
+                transfer.receivedHeaderLine(UnsafeBufferPointer(start: $0, count: n))
             }
-            transfer.receivedHeaderLine(line)
             return n
         }), "header function")
         check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "header data")
@@ -119,18 +118,21 @@ final class Transfer {
         return failures.isEmpty ? nil : failures.joined(separator: "; ")
     }
 
-    func receivedHeaderLine(_ line: String) {
-        if line.hasPrefix("HTTP/") {
+    /// One header line as libcurl hands it over (with its CRLF), read as
+    /// bytes: the name lowercased, the value without surrounding blanks.
+    func receivedHeaderLine(_ line: UnsafeBufferPointer<UInt8>) {
+        if line.starts(with: "HTTP/".utf8) {
             // A new status line (after a 100 Continue, say): start over.
             responseHeaders = []
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].lowercased()
-        var value = Substring(line[line.index(after: colon)...])
-        while value.first == " " || value.first == "\t" { value.removeFirst() }
-        while let last = value.last, last.isNewline || last == " " || last == "\t" { value.removeLast() }
-        responseHeaders.append((name, String(value)))
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = colon + 1, end = line.count
+        while start < end && isBlank(line[start]) { start += 1 }
+        while end > start && isBlank(line[end - 1]) { end -= 1 }
+        let name = String(decoding: line[..<colon].lazy.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        responseHeaders.append((name, String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)))
     }
 
     /// Finishes with libcurl's result for this transfer.

@@ -134,11 +134,11 @@ public struct JSONParser {
             index += 1
         }
         guard let first = current else { throw error("unterminated string") }
-        var out = Array(bytes[start..<index])
         if first == UInt8(ascii: "\"") {
             index += 1
-            return try makeString(out)
+            return try makeString(bytes[start..<(index - 1)])
         }
+        var out = Array(bytes[start..<index])
         while let b = current {
             switch b {
             case UInt8(ascii: "\""):
@@ -183,7 +183,7 @@ public struct JSONParser {
         throw error("unterminated string")
     }
 
-    private func makeString(_ utf8: [UInt8]) throws(JSONError) -> String {
+    private func makeString(_ utf8: some Collection<UInt8>) throws(JSONError) -> String {
         guard let string = String(validating: utf8, as: UTF8.self) else { throw error("string is not valid UTF-8") }
         return string
     }

@@ -70,8 +70,10 @@ public final class Logger: Sendable {
     public func info(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
         log(.info, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
     }
-    public func debug(_ m: String, transactionID: String? = nil, jobUUID: String? = nil) {
-        log(.debug, m, transactionID: transactionID, jobUUID: jobUUID)
+    /// The message is built only when debug lines are logged: some are per request.
+    public func debug(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil) {
+        guard threshold >= .debug else { return }
+        log(.debug, m(), transactionID: transactionID, jobUUID: jobUUID)
     }
 }
 
