@@ -1,8 +1,17 @@
 // bench-sync: how fast expensed drains its outbox to a local expense-server,
 // beside plain libcurl sending the same requests at the same concurrency.
 //
-// Usage: bench-sync [--bin DIR] [--quick]
-// DIR holds expensed and expense-server (default .build/release).
+// Usage: bench-sync [--bin DIR] [--quick] [--rounds N] [--count N] [--server-cpu N] [--perf DIR]
+// DIR holds expensed and expense-server (default .build/release). Each
+// scenario runs N rounds (default 5; 1 with --quick), each a fresh daemon
+// and server, the daemon's drain followed at once by the baseline, so every
+// ratio compares two runs a second apart; the median ratio is the figure.
+// --count N drains N expenses (and N/4 with receipts) per round.
+// --server-cpu N moves expense-server's threads to CPU N once it listens
+// (run the bench itself under `taskset -c M`, another CPU, so the client,
+// expensed or plain libcurl, and the server never share a core).
+// --perf DIR records a system-wide `perf record -g` while the daemon
+// drains, one file per round, in DIR (`perf report --pid` picks the daemon).
 import Curl
 import Digest
 import ExpenseCore
@@ -13,6 +22,10 @@ import Posix
 let arguments = CommandLine.arguments
 let quick = arguments.contains("--quick")
 let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
+let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? (quick ? 1 : 5)
+let creates = arguments.firstIndex(of: "--count").flatMap { Int(arguments[$0 + 1]) } ?? (quick ? 500 : 2000)
+let serverCore = arguments.firstIndex(of: "--server-cpu").map { arguments[$0 + 1] }
+let perfDirectory = arguments.firstIndex(of: "--perf").map { arguments[$0 + 1] }
 setenv("EXPENSED_BIN_DIR", bin, 1)
 let concurrency = 4
 
@@ -55,8 +68,29 @@ func queue(_ daemon: DaemonHarness, count: Int, receipt: String?) throws {
 
 /// Starts the server, asks for a pass, and waits until the outbox is empty.
 /// Returns seconds taken and the daemon's peak RSS (KiB) meanwhile.
-func drain(_ sync: SyncHarness) throws -> (Double, Int) {
+func drain(_ sync: SyncHarness, profile: String? = nil) throws -> (Double, Int) {
     try sync.startServer()
+    if let serverCore {
+        let taskset = try runCommand("/usr/bin/taskset", ["-a", "-p", "-c", serverCore, "\(sync.server!.child.pid)"])
+        guard taskset.status == 0 else { throw TestFailure("taskset failed: \(taskset.stderr)") }
+    }
+    let perf = try profile.map { path in
+        let perf = Process()
+        // perf inherits this process's blocked signals: unblock them, or
+        // it cannot be told to stop.
+        perf.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        perf.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+                          "/usr/bin/perf", "record", "-q", "-a", "-e", "cpu-clock", "-g", "-F", "2000", "-o", path]
+        try perf.run()
+        usleep(300_000)
+        return perf
+    }
+    defer {
+        if let perf {
+            perf.interrupt()
+            perf.waitUntilExit()
+        }
+    }
     let daemonCPU = cpuSeconds(sync.daemon.process!.pid), serverCPU = cpuSeconds(sync.server!.child.pid)
     defer {
         lastCPU = (cpuSeconds(sync.daemon.process!.pid) - daemonCPU, cpuSeconds(sync.server!.child.pid) - serverCPU)
@@ -81,7 +115,8 @@ func plainLibcurl(server: ServerProcess, count: Int, receipt: [UInt8]?, receiptP
     defer { client.shutdown() }
     let base = "http://127.0.0.1:\(server.port)"
     let digest = receipt.map { "sha-256=:" + Base64Digest.of($0) + ":" }
-    let start = now()
+    let start = now(), cpu = cpuSeconds(getpid())
+    defer { lastPlainCPU = cpuSeconds(getpid()) - cpu }
     await withTaskGroup(of: Void.self) { group in
         var next = 0
         func launch() {
@@ -114,11 +149,16 @@ enum Base64Digest {
 }
 
 nonisolated(unsafe) var lastCPU: (daemon: Double, server: Double) = (0, 0)
+/// CPU seconds this process spent in the last plainLibcurl run.
+nonisolated(unsafe) var lastPlainCPU = 0.0
 
 print("bench-sync: bin=\(bin) concurrency=\(concurrency)")
 
-func scenario(_ label: String, count: Int, receiptSize: Int?) async throws {
+/// One round: the daemon drains `count` queued expenses, then plain libcurl
+/// sends the same requests to the same server. Returns the three rates.
+func round(count: Int, receiptSize: Int?, profile: String?) async throws -> (daemon: Double, plain: Double, queued: Double) {
     let sync = try SyncHarness(daemonArguments: ["--concurrency", "\(concurrency)", "--drain-interval", "1h"], startServer: false)
+    defer { sync.stopServer() }
     var receiptPath: String?
     var receiptBytes: [UInt8]?
     if let receiptSize {
@@ -128,20 +168,39 @@ func scenario(_ label: String, count: Int, receiptSize: Int?) async throws {
     }
     try sync.daemon.start()
     try queue(sync.daemon, count: count, receipt: receiptPath)
-    let (seconds, peak) = try drain(sync)
-    let jobs = count * (receiptSize == nil ? 1 : 2)
+    let (seconds, peak) = try drain(sync, profile: profile)
+    let jobs = Double(count * (receiptSize == nil ? 1 : 2))
     sync.daemon.stop()
     let baseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: false)
+    let plainCPU = lastPlainCPU
     let queuedBaseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: true)
-    let rate = Double(jobs) / seconds, plain = Double(jobs) / baseline, plainQueued = Double(jobs) / queuedBaseline
-    print("\(label): expensed \(Int(rate)) jobs/s (\(String(format: "%.2f", seconds)) s, peak RSS \(peak / 1024) MiB)")
-    print("  plain libcurl \(Int(plain)) requests/s: ratio \(String(format: "%.2f", rate / plain)) (target >= 0.8); with \(concurrency) more queued \(Int(plainQueued)) requests/s: ratio \(String(format: "%.2f", rate / plainQueued))")
-    print("  CPU per job while draining: expensed \(String(format: "%.0f", lastCPU.daemon / Double(jobs) * 1e6)) µs, expense-server \(String(format: "%.0f", lastCPU.server / Double(jobs) * 1e6)) µs")
-    sync.stopServer()
+    let rates = (daemon: jobs / seconds, plain: jobs / baseline, queued: jobs / queuedBaseline)
+    print("  expensed \(Int(rates.daemon)) jobs/s (peak RSS \(peak / 1024) MiB), plain libcurl \(Int(rates.plain)): ratio \(String(format: "%.2f", rates.daemon / rates.plain)); "
+          + "with \(concurrency) more queued \(Int(rates.queued)): \(String(format: "%.2f", rates.daemon / rates.queued)); "
+          + "CPU per job: expensed \(String(format: "%.0f", lastCPU.daemon / jobs * 1e6)) µs, expense-server \(String(format: "%.0f", lastCPU.server / jobs * 1e6)) µs; "
+          + "plain libcurl \(String(format: "%.0f", plainCPU / jobs * 1e6)) µs")
+    return rates
 }
 
-try await scenario("drain \(quick ? 500 : 2000) expenses", count: quick ? 500 : 2000, receiptSize: nil)
-try await scenario("drain \(quick ? 100 : 500) expenses with 200 KiB receipts", count: quick ? 100 : 500, receiptSize: 200 * 1024)
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func scenario(_ label: String, count: Int, receiptSize: Int?) async throws {
+    print("\(label), \(rounds) round\(rounds == 1 ? "" : "s"):")
+    var ratios: [Double] = [], queuedRatios: [Double] = []
+    for n in 1...rounds {
+        let profile = perfDirectory.map { "\($0)/\(receiptSize == nil ? "creates" : "receipts")-\(n).perf" }
+        let rates = try await round(count: count, receiptSize: receiptSize, profile: profile)
+        ratios.append(rates.daemon / rates.plain)
+        queuedRatios.append(rates.daemon / rates.queued)
+    }
+    print("  median ratio \(String(format: "%.2f", median(ratios))) (target >= 0.8); against libcurl with \(concurrency) more queued \(String(format: "%.2f", median(queuedRatios)))")
+}
+
+try await scenario("drain \(creates) expenses", count: creates, receiptSize: nil)
+try await scenario("drain \(creates / 4) expenses with 200 KiB receipts", count: creates / 4, receiptSize: 200 * 1024)
 
 // Memory while draining a large backlog.
 do {
