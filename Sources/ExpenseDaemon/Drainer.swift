@@ -220,13 +220,15 @@ final class Drainer: Sendable {
     /// Plain answers (the server took or judged the job) are recorded in
     /// batches, one store call and one transaction each: a batch goes once
     /// twice `concurrency` answers wait, nothing else is on the wire, or
-    /// the first of them has waited `answerHoldMilliseconds` (a recorded
-    /// answer costs a few pages of WAL; a batch shares most of them). The
-    /// rest (no answer, a refused token, a deleted expense) are handled one
-    /// by one. At most four times `concurrency` answers wait or are being
-    /// recorded. The next jobs are claimed while the last ones are being
-    /// sent. Jobs claimed but not sent when the pass stops go back to the
-    /// queue.
+    /// the first of them has waited `answerHoldMilliseconds` (answers that
+    /// arrive while a batch is being recorded wait for it first); a
+    /// recorded answer costs a few pages of WAL, and a batch shares most of
+    /// them. The rest (no answer, a refused token, a deleted expense) are
+    /// handled one by one. No new request goes out while four times
+    /// `concurrency` answers wait or are being recorded (those on the wire
+    /// may add to them). The next jobs are claimed while the last ones are
+    /// being sent. Jobs claimed but not sent when the pass stops go back to
+    /// the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
         var claimed: [OutboxJob] = []
@@ -255,7 +257,9 @@ final class Drainer: Sendable {
                         await record(batch)
                         return .recorded(nil, count: batch.count, batch: true)
                     }
-                } else if !plain.isEmpty && !holding {
+                } else if !plain.isEmpty && !holding && !recordingBatch {
+                    // While a batch is being recorded its end decides (and a
+                    // cancelled pass's timer would fire at once, again and again).
                     holding = true
                     group.addTask {
                         try? await Task.sleep(for: .milliseconds(Self.answerHoldMilliseconds))

@@ -230,16 +230,6 @@ import Testing
         #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
-    /// User plus system time the process has used, from `/proc/PID/stat`.
-    func cpuSeconds(_ pid: Int32) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the command name (which is in parentheses); utime
-        // and stime are the 14th and 15th fields of the whole line.
-        let fields = try #require(stat.split(separator: ")").last?.split(separator: " "))
-        let ticks = try #require(Double(fields[11])) + (try #require(Double(fields[12])))
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     @Test func clientThatDribblesBytes_isStillClosedAfterTheIdleTimeout() throws {
         let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "300ms"])
         try daemon.start()

@@ -308,6 +308,62 @@ import Testing
         #expect(sending > 2, "more jobs wait ready in the HTTP client: \(sending) sending")
     }
 
+    @Test func refusalOfATokenTheFileHasJustReplaced_pausesNothing() throws {
+        // The server refuses the first token and, before it answers, the
+        // file gets a new one: sends look at the file once a second, so only
+        // the refusal's own look can see it. The job goes again with the new
+        // token at once; sending is not paused.
+        let tokenPath = Mutex<String?>(nil)
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            if request.headers["authorization"] == "Bearer token", let path = tokenPath.withLock({ $0 }) {
+                SampleReceipt.write(Array("new-token\n".utf8), to: path)
+                return .respond(status: 401, headers: [:], body: Array(#"{"error":{"code":"unauthorized"}}"#.utf8))
+            }
+            return .respond(status: 503, headers: ["Retry-After": "3600"], body: [])
+        }
+        defer { server.stop() }
+        let daemon = try Self.daemon(sendingTo: server, ["--drain-interval", "1h"])
+        defer { daemon.stop() }
+        tokenPath.withLock { $0 = daemon.directory.at("token") }
+        _ = try Self.add(1, to: daemon)
+        try waitUntil(timeout: 5, "the create to go again with the new token") {
+            server.requests.contains { $0.method == "POST" && $0.headers["authorization"] == "Bearer new-token" }
+        }
+        #expect(try daemon.request(["op": "status"])["result"]?["paused"] == false)
+    }
+
+    @Test func stoppingWhileABatchIsBeingRecorded_doesNotSpin_andLosesNothing() throws {
+        // The first batch of answers takes 3 s to record; more answers wait
+        // behind it when SIGTERM cancels the pass. Waiting for that batch
+        // must cost next to no CPU, and every expense ends up applied or
+        // still queued, once, after a restart.
+        let sync = try SyncHarness(daemonArguments: ["--concurrency", "4", "--drain-interval", "1h"],
+                                   environment: ["EXPENSED_FAULT": "between-upsert-and-job-removal:sleep=3000"], startServer: false)
+        try sync.daemon.start()
+        let ids = try Self.add(40, to: sync.daemon)
+        try sync.startServer()
+        #expect(try sync.daemon.request(["op": "sync"])["ok"] == true)
+        try waitUntil(timeout: 5, "answers to wait behind the slow batch") { sync.accessLog().filter { $0.first == "POST" }.count >= 12 }
+        let pid = try #require(sync.daemon.process).pid
+        let before = try cpuSeconds(pid)
+        sync.daemon.process?.signal(SIGTERM)
+        Thread.sleep(forTimeInterval: 1.5)
+        let used = try cpuSeconds(pid) - before
+        #expect(used < 0.5, "stopping daemon used \(used) s of CPU in 1.5 s waiting for one commit")
+        #expect(sync.daemon.stop() == 0)
+        try sync.daemon.start()
+        #expect(try sync.daemon.request(["op": "sync"])["ok"] == true)
+        try waitUntil(timeout: 20, "every expense applied") {
+            let status = try sync.daemon.request(["op": "status"])["result"]
+            return status?["queued"] == 0 && status?["sending"] == 0
+        }
+        let listed = try sync.daemon.list()
+        #expect(listed.count == 40 && listed.allSatisfy { $0["state"] == "synced" })
+        #expect(Set(listed.compactMap { $0["transaction_id"]?.stringValue }) == Set(ids))
+        #expect(try sync.serverExpenses().count == 40)
+    }
+
     @Test func answersWaitingForCompany_areRecordedSoonWhileARequestHangs() throws {
         // The first create hangs; the others are answered at once. Their
         // answers are fewer than a batch, and a request is still on the

@@ -147,3 +147,15 @@ public func waitUntil(timeout: Double = 10, _ what: String = "condition", _ cond
     if try condition() { return }
     throw TestFailure("timed out after \(timeout)s waiting for \(what)")
 }
+
+/// User plus system CPU seconds process `pid` has used, from `/proc/PID/stat`.
+public func cpuSeconds(_ pid: Int32) throws -> Double {
+    let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    // Fields after the command name (which is in parentheses); utime and
+    // stime are the 14th and 15th fields of the whole line.
+    guard let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 12,
+          let user = Double(fields[11]), let system = Double(fields[12]) else {
+        throw TestFailure("cannot read CPU times from /proc/\(pid)/stat")
+    }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}

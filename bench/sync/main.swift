@@ -37,15 +37,8 @@ func rss(_ pid: Int32) -> Int {
         .map { Int($0.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? 0 } ?? 0
 }
 
-/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
-func cpuSeconds(_ pid: Int32) -> Double {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return 0 }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    // After the command: state is field 3; utime and stime are fields 14 and 15.
-    let utime = Double(fields[11]) ?? 0, stime = Double(fields[12]) ?? 0
-    return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
-}
+/// CPU seconds a process has used (0 when /proc cannot tell).
+func cpu(_ pid: Int32) -> Double { (try? cpuSeconds(pid)) ?? 0 }
 
 /// Queues `count` expenses (with a receipt file when given) while the server is down.
 func queue(_ daemon: DaemonHarness, count: Int, receipt: String?) throws {
@@ -91,9 +84,9 @@ func drain(_ sync: SyncHarness, profile: String? = nil) throws -> (Double, Int) 
             perf.waitUntilExit()
         }
     }
-    let daemonCPU = cpuSeconds(sync.daemon.process!.pid), serverCPU = cpuSeconds(sync.server!.child.pid)
+    let daemonCPU = cpu(sync.daemon.process!.pid), serverCPU = cpu(sync.server!.child.pid)
     defer {
-        lastCPU = (cpuSeconds(sync.daemon.process!.pid) - daemonCPU, cpuSeconds(sync.server!.child.pid) - serverCPU)
+        lastCPU = (cpu(sync.daemon.process!.pid) - daemonCPU, cpu(sync.server!.child.pid) - serverCPU)
     }
     let start = now()
     _ = try sync.daemon.request(["op": "sync"])
@@ -115,8 +108,8 @@ func plainLibcurl(server: ServerProcess, count: Int, receipt: [UInt8]?, receiptP
     defer { client.shutdown() }
     let base = "http://127.0.0.1:\(server.port)"
     let digest = receipt.map { "sha-256=:" + Base64Digest.of($0) + ":" }
-    let start = now(), cpu = cpuSeconds(getpid())
-    defer { lastPlainCPU = cpuSeconds(getpid()) - cpu }
+    let start = now(), startCPU = cpu(getpid())
+    defer { lastPlainCPU = cpu(getpid()) - startCPU }
     await withTaskGroup(of: Void.self) { group in
         var next = 0
         func launch() {
