@@ -22,10 +22,14 @@ import Testing
         // a few times while others ask. None may trap (the once-a-second
         // check compares clock readings taken on different threads), and
         // all see the file's token.
-        let wrong = Atomic<Int>(0), calls = Atomic<Int>(0)
+        let wrong = Atomic<Int>(0), calls = Atomic<Int>(0), ready = Atomic<Int>(0)
         let end = Date().addingTimeInterval(2.5)
         let threads = (0..<4).map { _ in
             Thread {
+                // All ask for the first time together: the file is read by
+                // several at once, and must still count as one version.
+                ready.add(1, ordering: .relaxed)
+                while ready.load(ordering: .relaxed) < 4 {}
                 while Date() < end {
                     for _ in 0..<1000 where tokens.current().token != "first-token" { wrong.add(1, ordering: .relaxed) }
                     calls.add(1000, ordering: .relaxed)
@@ -46,6 +50,7 @@ import Testing
         let tokens = TokenSource(configuredPath: path)
         #expect(tokens.current().token == "first-token")
         try Self.write("second-token", to: path)
+        #expect(tokens.current().token == "first-token", "looked at less than a second ago")
         #expect(tokens.reloadIfChanged())
         let (token, problem, generation) = tokens.current()
         #expect(token == "second-token" && problem == nil && generation == 2)
