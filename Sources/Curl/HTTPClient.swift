@@ -55,12 +55,12 @@ public final class HTTPClient: Sendable {
 
     private func run() {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+        // Requests handed over but not yet started, oldest first: about
+        // `maxConnections` of them while a drain keeps the client busy.
         var waiting: [(HTTPRequest, @Sendable (Result<HTTPResponse, TransportError>) -> Void)] = []
-        var next = 0
         func startWaiting() {
-            while transfers.count < maxConnections && next < waiting.count {
-                let (request, complete) = waiting[next]
-                next += 1
+            while transfers.count < maxConnections && !waiting.isEmpty {
+                let (request, complete) = waiting.removeFirst()
                 guard let transfer = Transfer(request: request, complete: complete) else {
                     complete(.failure(TransportError(code: 27, message: "out of memory")))
                     continue
@@ -71,10 +71,6 @@ public final class HTTPClient: Sendable {
                 }
                 multi.add(transfer.easy)
                 transfers[transfer.easy] = transfer
-            }
-            if next == waiting.count {
-                waiting = []
-                next = 0
             }
         }
         while true {
@@ -89,7 +85,7 @@ public final class HTTPClient: Sendable {
                     multi.remove(easy)
                     transfer.complete(.failure(shutDown))
                 }
-                for (_, complete) in waiting[next...] { complete(.failure(shutDown)) }
+                for (_, complete) in waiting { complete(.failure(shutDown)) }
                 return
             }
             startWaiting()
