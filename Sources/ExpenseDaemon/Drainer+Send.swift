@@ -12,11 +12,14 @@ extension Drainer {
 
         /// The answer, when recording it is all there is to do: nothing to
         /// pause, nothing but the job's own row and the cache to change.
-        /// Such answers are recorded together, in one store call.
+        /// Such answers are recorded together, in one store call; the rest
+        /// (no answer, a refused token) go to ``handle(_:_:)``.
         var plainResponse: HTTPResponse? {
-            guard case .success(let response)? = result, ![401, 403, 410].contains(response.status) else { return nil }
+            guard case .success(let response)? = result, !Self.isRefusal(response.status) else { return nil }
             return response
         }
+
+        static func isRefusal(_ status: Int) -> Bool { status == 401 || status == 403 }
     }
 
     /// Sends one job. A receipt file that cannot be read marks the job as
@@ -77,13 +80,10 @@ extension Drainer {
         return Base64.encode(hasher.finalize())
     }
 
-    /// Applies the outcome of one send to the store and logs it.
+    /// Applies the outcome of one send that is not a plain answer (see
+    /// `Sent.plainResponse`) to the store and logs it.
     /// - Returns: why the pass must stop, or nil to carry on.
     func handle(_ job: OutboxJob, _ sent: Sent) async -> Stop? {
-        if let response = sent.plainResponse {
-            await record([(job, response)])
-            return nil
-        }
         switch sent.result {
         case nil:
             publisher.markChanged()
@@ -97,18 +97,13 @@ extension Drainer {
                             transactionID: job.transactionID, jobUUID: job.uuid)
             publisher.markChanged()
             return .unreachable
-        case .success(let response)? where response.status == 401 || response.status == 403:
+        case .success(let response)?:
+            precondition(Sent.isRefusal(response.status), "plain answers are recorded in batches")
             noteContact()
             try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
                                      errorClass: "auth", wasSent: true)
             // Refused with a token that has been replaced since: try again with the new one.
             return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
-        case .success(let response)?:
-            // 410: the server says the expense is gone; the cache follows
-            // at once, not at the next refresh.
-            try? await store.markDeletedOnServer(job.transactionID, now: Clock.wallMilliseconds)
-            await record([(job, response)])
-            return nil
         }
     }
 
@@ -120,8 +115,9 @@ extension Drainer {
         publisher.setServerState(.ok)
         let now = Clock.wallMilliseconds
         let updates = answers.map { job, response in
-            (job, policy.update(for: job, status: response.status, body: response.body,
-                                retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) }))
+            (job: job, update: policy.update(for: job, status: response.status, body: response.body,
+                                             retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) }),
+             goneOnServer: response.status == 410)
         }
         let results: [Result<String?, any Error>]
         do {
@@ -129,7 +125,7 @@ extension Drainer {
         } catch {
             results = updates.map { _ in .failure(error) }
         }
-        for ((job, update), ((_, response), result)) in zip(updates, zip(answers, results)) {
+        for ((job, update, _), ((_, response), result)) in zip(updates, zip(answers, results)) {
             switch result {
             case .failure(let error):
                 logger.error("Failed to record the server's answer (\(response.status)): \(error); the job is resent after restart as a replay",

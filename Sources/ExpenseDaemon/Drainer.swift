@@ -223,7 +223,7 @@ final class Drainer: Sendable {
     /// the first of them has waited `answerHoldMilliseconds` (answers that
     /// arrive while a batch is being recorded wait for it first); a
     /// recorded answer costs a few pages of WAL, and a batch shares most of
-    /// them. The rest (no answer, a refused token, a deleted expense) are
+    /// them. The rest (no answer, a refused token) are
     /// handled one by one. No new request goes out while four times
     /// `concurrency` answers wait or are being recorded (those on the wire
     /// may add to them). The next jobs are claimed while the last ones are

@@ -103,13 +103,6 @@ extension Store {
         }
     }
 
-    /// Marks a cached expense deleted, as the server answered (`410`).
-    public func markDeletedOnServer(_ transactionID: String, now: Int64) async throws {
-        try await database.write(durability: .deferred) { db in
-            try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?", [.integer(now), .text(transactionID)])
-        }
-    }
-
     /// Returns claimed jobs that were never handed to the network.
     public func release(_ jobs: [OutboxJob]) async throws {
         guard !jobs.isEmpty else { return }
@@ -123,20 +116,31 @@ extension Store {
     /// Applies what the server said about jobs, in one transaction, each
     /// answer in a savepoint of its own (one that cannot be recorded leaves
     /// the others): for an applied job, the returned expense is upserted
-    /// into the cache and the job removed together.
+    /// into the cache and the job removed together; an answer saying the
+    /// expense is gone on the server (`410`) marks it deleted in the cache
+    /// at once, not at the next refresh.
     /// - Returns: for each answer, in order, the receipt file the caller may
     ///   now delete (if any), or why the answer was not recorded.
     ///
     /// Durable only when a receipt file is deleted after it (a job must
     /// never come back without its file). Otherwise deferred: losing it to a
     /// power cut means sending the jobs once more, which the server replays.
-    public func complete(_ answers: [(OutboxJob, JobUpdate)], now: Int64) async throws -> [Result<String?, any Error>] {
-        let durable = answers.contains { Store.removesFile($0.0, $0.1) }
+    public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
+                         now: Int64) async throws -> [Result<String?, any Error>] {
+        let durable = answers.contains { Store.removesFile($0.job, $0.update) }
         return try await database.write(durability: durable ? .durable : .deferred) { db in
             // The latency histogram takes one update per bucket, not per job.
             var latencies: [Int: Int64] = [:]
-            let results = try answers.map { job, update in
-                let result = Result { try db.savepoint { try Store.apply(db, job, update, now: now) } }
+            let results = try answers.map { job, update, goneOnServer in
+                let result = Result {
+                    try db.savepoint {
+                        if goneOnServer {
+                            try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
+                                           [.integer(now), .text(job.transactionID)])
+                        }
+                        return try Store.apply(db, job, update, now: now)
+                    }
+                }
                 // An error that ended the whole transaction (a full disk)
                 // undid the answers before it too: fail them all.
                 if case .failure(let error) = result, !db.isInTransaction { throw error }

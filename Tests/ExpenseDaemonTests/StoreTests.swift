@@ -88,6 +88,12 @@ import Testing
         #expect(try await afterDeferred { _ = try await store.discard(ref: b) } == 2)
         #expect(try await afterDeferred { _ = try await store.claim(limit: 10, now: 4) } == 2)
         #expect(try await afterDeferred { _ = try await store.delete(ref: a, now: 5) } == 2)
+        // Recording answers: durable only when a receipt file is removed
+        // after the commit (the job must never come back without it).
+        let upload = OutboxJob(seq: 999, uuid: ClientID.make(), kind: .receipt, transactionID: b, receiptFile: "gone.jpg")
+        #expect(try await afterDeferred { _ = try await store.complete([(upload, .dropReceipt, true)], now: 6) } == 2)
+        let create = OutboxJob(seq: 998, uuid: ClientID.make(), kind: .create, transactionID: a)
+        #expect(try await afterDeferred { _ = try await store.complete([(create, .applied(nil), false)], now: 7) } == 1)
     }
 
     @Test func answersRecordedTogether_oneThatFailsLeavesTheOthers() async throws {
@@ -105,7 +111,7 @@ import Testing
                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
                 """, [])
         }
-        let results = try await store.complete(jobs.map { ($0, JobUpdate.applied(nil)) }, now: 20)
+        let results = try await store.complete(jobs.map { ($0, JobUpdate.applied(nil), false) }, now: 20)
         #expect(results.count == 3)
         let recorded = results.map { result -> Bool in if case .success = result { true } else { false } }
         #expect(recorded == [true, false, true])
