@@ -62,18 +62,15 @@ public enum FaultPoints {
         guard count == fault.onHit else { return }
         switch fault.action {
         case .kill:
-            let line = Array("<3>fault point \(point): killing the process\n".utf8)
-            line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+            StandardStreams.writeErrorLine("<3>fault point \(point): killing the process")
             Glibc.kill(getpid(), SIGKILL)
             // SIGKILL cannot be caught; wait for it to land.
             while true { pause() }
         case .hang:
-            let line = Array("<3>fault point \(point): hanging this thread\n".utf8)
-            line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+            StandardStreams.writeErrorLine("<3>fault point \(point): hanging this thread")
             while true { pause() }
         case .sleep(let milliseconds):
-            let line = Array("<4>fault point \(point): pausing \(milliseconds) ms\n".utf8)
-            line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+            StandardStreams.writeErrorLine("<4>fault point \(point): pausing \(milliseconds) ms")
             usleep(milliseconds * 1000)
         }
     }

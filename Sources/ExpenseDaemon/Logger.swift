@@ -41,10 +41,12 @@ public final class Logger: Sendable {
 
     /// Logs one line. When it is about an expense, `transactionID` is both
     /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the message.
-    public func log(_ priority: Priority, _ message: String, transactionID: String? = nil, jobUUID: String? = nil,
+    /// The message is built only when its priority is logged (some debug
+    /// lines are per request).
+    public func log(_ priority: Priority, _ message: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil,
                     messageID: MessageID? = nil) {
         guard priority <= threshold else { return }
-        let text = (transactionID.map { "\($0): " } ?? "") + message
+        let text = (transactionID.map { "\($0): " } ?? "") + message()
         if toJournal {
             var entry: [(String, String)] = [
                 ("MESSAGE", text), ("PRIORITY", String(priority.rawValue)), ("SYSLOG_IDENTIFIER", "expensed"),
@@ -58,21 +60,19 @@ public final class Logger: Sendable {
         StandardStreams.writeErrorLine("\(prefixes ? "<\(priority.rawValue)>" : "")\(text.escapingControlCharacters())")
     }
 
-    public func error(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.error, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func error(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.error, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
     }
-    public func warning(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.warning, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func warning(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.warning, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
     }
-    public func notice(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.notice, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func notice(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.notice, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
     }
-    public func info(_ m: String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.info, m, transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func info(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
+        log(.info, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
     }
-    /// The message is built only when debug lines are logged: some are per request.
     public func debug(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil) {
-        guard threshold >= .debug else { return }
         log(.debug, m(), transactionID: transactionID, jobUUID: jobUUID)
     }
 }
