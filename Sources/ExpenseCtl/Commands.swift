@@ -89,13 +89,19 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     request["expense"] = .object(fields.jsonMembers)
     if receipt != nil { request["receipt"] = true }
 
+    func send() throws -> JSONValue {
+        do {
+            return try context.connect().call(request, passing: receipt)
+        } catch let error as ClientError where error.status == .ioError {
+            // The answer was lost; the same client id makes the retry safe.
+            return try context.connect().call(request, passing: receipt)
+        }
+    }
     let result: JSONValue
     do {
-        result = try context.connect().call(request, passing: receipt)
-    } catch let error as ClientError where error.status == .ioError {
-        // The answer was lost; the same client id makes the retry safe.
-        result = try context.connect().call(request, passing: receipt)
+        result = try send()
     } catch let error as ClientError where error.unanswered {
+        // Whether the first try or the retry went unanswered.
         // The daemon may yet store it: only the same client id can say.
         throw ClientError(status: error.status, message: """
             \(error.message)

@@ -2,6 +2,7 @@ import ExpenseCore
 import ExpenseTestSupport
 import Foundation
 import Posix
+import Synchronization
 import Testing
 
 /// The control socket against raw bytes `expensectl` would never send.
@@ -206,6 +207,35 @@ import Testing
             #expect(bad.status == 64, "'\(garbage)': \(bad.stderr)")
             #expect(bad.stderr.contains("EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds"), "'\(garbage)': \(bad.stderr)")
         }
+    }
+
+    @Test func addWhoseRetryGoesUnanswered_stillNamesItsClientID() throws {
+        // The first connection takes the add and hangs up unanswered (the
+        // client retries with the same client id); the second never answers.
+        let dir = TemporaryDirectory()
+        let path = dir.at("flaky.sock")
+        let listener = try UnixSocket.listen(path: path)
+        let kept = Mutex<[FileDescriptor]>([])
+        let server = Thread {
+            // The sockets do not block: wait for each step.
+            func accepted() -> FileDescriptor? {
+                _ = try? Poll.wait([(listener, .readable)], timeoutMilliseconds: 10_000)
+                return try? UnixSocket.accept(listener)
+            }
+            if let first = accepted() {
+                _ = try? Poll.wait([(first, .readable)], timeoutMilliseconds: 10_000)
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = try? UnixSocket.receive(first, into: &buffer)
+            }
+            if let second = accepted() { kept.withLock { $0.append(second) } }
+        }
+        server.start()
+        let add = try runCommand(BuiltProducts.path("expensectl"),
+                                 ["--socket", path, "add", "--merchant", "M", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29"],
+                                 environment: ["EXPENSECTL_ANSWER_TIMEOUT": "0.5"], timeout: 30)
+        #expect(add.status == 75, "\(add.stderr)")
+        #expect(add.stderr.contains("run the same command again with --client-id "), "\(add.stderr)")
+        #expect(kept.withLock { $0.count } == 1, "the add was tried again on a second connection")
     }
 
     @Test func clientThatLeavesWhileItsRequestIsHandled_costsNoCPU() throws {
