@@ -207,21 +207,6 @@ private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 private func number(_ digits: ArraySlice<UInt8>) -> Int { digits.reduce(0) { $0 * 10 + Int($1 - 0x30) } }
 
 extension String {
-    /// This string on one line: control characters (and, with
-    /// `backslashes`, backslashes too) as `\xNN`, so text from elsewhere
-    /// can neither break a log or terminal line nor forge one.
-    public func escapingControlCharacters(backslashes: Bool = false) -> String {
-        var out = ""
-        for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") {
-                out += "\\x" + String(scalar.value, radix: 16).leftPadded(2)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
     /// This string padded on the left with `pad` to `width` characters.
     public func leftPadded(_ width: Int, with pad: Character = "0") -> String {
         count >= width ? self : String(repeating: pad, count: width - count) + self

@@ -1,4 +1,5 @@
 import ExpenseCore
+import Posix
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -23,17 +23,8 @@ public struct FileName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// A printable, single-line form: bytes that are not printable UTF-8 (and
     /// backslashes) appear as `\xNN`, so a hostile name cannot forge a log line.
     public var displayName: String {
+        if let s = string { return s.escapingControlCharacters(backslashes: true) }
         var out = ""
-        if let s = string {
-            for scalar in s.unicodeScalars {
-                if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" {
-                    out += "\\x" + hex(UInt8(scalar.value))
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-            return out
-        }
         for b in bytes {
             if b >= 0x20 && b < 0x7F && b != 0x5C {
                 out.unicodeScalars.append(Unicode.Scalar(b))
@@ -77,6 +68,23 @@ public struct FileName: Sendable, Hashable, Comparable, CustomStringConvertible 
             do throws(E) { result = .success(try body(buffer.baseAddress!)) } catch { result = .failure(error) }
         }
         return try result.get()
+    }
+}
+
+extension String {
+    /// This string on one line: control characters (and, with
+    /// `backslashes`, backslashes too) as `\xNN`, so text from elsewhere
+    /// can neither break a log or terminal line nor forge one.
+    public func escapingControlCharacters(backslashes: Bool = false) -> String {
+        var out = ""
+        for scalar in unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") {
+                out += "\\x" + hex(UInt8(scalar.value))
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 }
 
