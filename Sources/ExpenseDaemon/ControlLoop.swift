@@ -158,17 +158,11 @@ final class ControlLoop {
     /// Until the next deadline `enforceTimeouts` acts on; each one it
     /// acts on is gone afterwards, so the loop never spins on a past one.
     private func pollTimeout() -> Int32 {
-        let idle = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         var earliest: UInt64?
         for connection in connections.values {
-            if !connection.output.isEmpty && !connection.inFlight {
-                let deadline = connection.lastWriteProgress + idle
-                earliest = min(earliest ?? deadline, deadline)
-            }
-            if awaitsRequest(connection) {
-                let deadline = connection.lastActivity + idle
-                earliest = min(earliest ?? deadline, deadline)
-            }
+            // With a request in a handler, a stalled write waits for its answer.
+            let deadlines = [connection.inFlight ? nil : writeDeadline(connection), requestDeadline(connection)]
+            for case let deadline? in deadlines { earliest = min(earliest ?? deadline, deadline) }
         }
         let now = Clock.monotonicNanoseconds
         if listening && acceptPausedUntil > now {
@@ -324,9 +318,17 @@ final class ControlLoop {
         }
     }
 
-    /// Whether the idle timeout runs: the connection owes us its next request.
-    private func awaitsRequest(_ connection: Connection) -> Bool {
-        !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed
+    /// When waiting answers that the peer reads none of make the
+    /// connection stalled: the idle timeout after the last write progress.
+    private func writeDeadline(_ connection: Connection) -> UInt64? {
+        connection.output.isEmpty ? nil : connection.lastWriteProgress + UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
+    }
+
+    /// When a connection that owes us its next request has idled too long
+    /// (none while a request is handled, for a watcher, or once closing).
+    private func requestDeadline(_ connection: Connection) -> UInt64? {
+        guard !connection.inFlight && !connection.isWatching && !connection.closeWhenFlushed else { return nil }
+        return connection.lastActivity + UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
     }
 
     /// Closes connections whose peer read none of their waiting answers for
@@ -334,10 +336,9 @@ final class ControlLoop {
     /// no request of theirs is in a handler's hands; and tells connections
     /// without a complete request for as long that they are closing.
     private func enforceTimeouts() {
-        let limit = UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
         let now = Clock.monotonicNanoseconds
         for connection in Array(connections.values) {
-            if !connection.output.isEmpty && now - connection.lastWriteProgress >= limit {
+            if let deadline = writeDeadline(connection), now >= deadline {
                 // Read no more; closed when the handler's answer is in.
                 connection.closeWhenFlushed = true
                 if connection.inFlight { continue }
@@ -345,7 +346,7 @@ final class ControlLoop {
                 close(connection)
                 continue
             }
-            if awaitsRequest(connection) && now - connection.lastActivity >= limit {
+            if let deadline = requestDeadline(connection), now >= deadline {
                 connection.send(ControlFailure(.idleTimeout, "no complete request for \(server.limits.idleTimeoutMilliseconds) ms; closing").json)
                 connection.closeWhenFlushed = true
                 flush(connection)
