@@ -47,7 +47,7 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "state_dir", flag: "--state-dir", valueName: "DIR", help: "database and receipts (default /var/lib/expensed)") { c, v throws(ConfigurationError) in c.stateDirectory = try path(v) },
         Key(name: "socket", flag: "--socket", valueName: "PATH", help: "control socket (default /run/expensed/control.sock)") { c, v throws(ConfigurationError) in c.socketPath = try path(v) },
         Key(name: "spool_dir", flag: "--spool-dir", valueName: "DIR", help: "spool directory to watch, or 'none' (default /var/spool/expensed)") { c, v throws(ConfigurationError) in c.spoolDirectory = v == "none" ? nil : try path(v) },
-        Key(name: "server", flag: "--server", valueName: "URL", help: "base URL of the expense server (none: queue only)") { c, v throws(ConfigurationError) in c.serverURL = try url(v) },
+        Key(name: "server", flag: "--server", valueName: "URL", help: "base URL of the expense server, or 'none' to queue only (default none)") { c, v throws(ConfigurationError) in c.serverURL = v == "none" ? nil : try url(v) },
         Key(name: "token_file", flag: "--token-file", valueName: "FILE", help: "file holding the bearer token (default: $CREDENTIALS_DIRECTORY/token)") { c, v throws(ConfigurationError) in c.tokenFile = try path(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v) },

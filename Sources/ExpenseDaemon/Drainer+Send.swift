@@ -91,10 +91,13 @@ extension Drainer {
         case .failure(let error)?:
             // Back to the queue with no attempt counted, saying why (show
             // tells). When nothing left this machine the job counts as never
-            // sent, so an edit made meanwhile may still merge into it.
-            try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)
+            // sent: a create takes the edits or the delete made meanwhile.
+            let dropped = (try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)) ?? false
             noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
                             transactionID: job.transactionID, jobUUID: job.uuid)
+            if dropped {
+                logger.info("Deleted before it reached the server; nothing will be sent", transactionID: job.transactionID, jobUUID: job.uuid)
+            }
             publisher.markChanged()
             return .unreachable
         case .success(let response)?:

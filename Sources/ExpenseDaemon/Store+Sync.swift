@@ -93,14 +93,45 @@ extension Store {
     /// Puts a job back in the queue without counting an attempt, noting why
     /// (a transport failure, refused credentials). `wasSent: false` undoes
     /// the claim's count of sends: not one byte reached the server.
-    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws {
-        try await database.write(durability: .deferred) { db in
+    ///
+    /// A create that never left takes, now, what the user did to its
+    /// expense while it was on its way, as if done before it: queued edits
+    /// merge into it, and a queued delete drops the whole chain (nothing
+    /// is sent). Durable then, as its receipt file goes after the commit.
+    /// - Returns: true when the expense's chain was dropped.
+    @discardableResult
+    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws -> Bool {
+        let unsentCreate = job.kind == .create && !wasSent
+        let files = try await database.write(durability: unsentCreate ? .durable : .deferred) { db -> [String]? in
             try db.execute("""
                 UPDATE jobs SET state = 'queued', last_error = ?, last_error_class = ?,
                     sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
                 WHERE seq = ? AND state = 'sending'
                 """, [.text(error), .text(errorClass), .bool(wasSent), .integer(job.seq)])
+            guard unsentCreate, db.changes == 1 else { return nil }
+            return try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID)
         }
+        guard let files else { return false }
+        for file in files { try? receipts.remove(file) }
+        return true
+    }
+
+    /// Applies queued edits and a queued delete to the expense's create
+    /// when that never reached the server (see ``requeue(_:error:errorClass:wasSent:)``).
+    /// - Returns: the receipt files to remove when the chain was dropped.
+    static func coalesceIntoUnsentCreate(_ db: Connection, transactionID: String) throws -> [String]? {
+        let jobs = try rawJobs(db, transactionID: transactionID)
+        guard let create = jobs.first(where: { $0.kind == .create }), create.isUntouched else { return nil }
+        if jobs.contains(where: { $0.kind == .delete }) {
+            guard try view(db, transactionID: transactionID)?.version == nil else { return nil }
+            try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
+            return jobs.compactMap(\.receiptFile)
+        }
+        let edits = jobs.filter { $0.kind == .edit && $0.isUntouched }
+        guard !edits.isEmpty else { return nil }
+        try rewrite(db, create, fields: edits.reduce(create.fields) { $0.merging($1.fields) }, baseVersion: nil)
+        for edit in edits { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(edit.seq)]) }
+        return nil
     }
 
     /// Returns claimed jobs that were never handed to the network.

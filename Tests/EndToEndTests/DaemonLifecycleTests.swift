@@ -296,16 +296,20 @@ import Testing
     }
 
     @Test func flags_overrideTheConfigurationFile() throws {
-        let daemon = DaemonHarness()
+        let daemon = DaemonHarness(arguments: ["--server", "none"])
         let config = daemon.directory.at("expensed.conf")
-        _ = FileManager.default.createFile(atPath: config, contents: Data("state_dir = \(daemon.directory.at("from-file"))\nsocket = \(daemon.directory.at("file.sock"))\n".utf8))
+        _ = FileManager.default.createFile(atPath: config, contents: Data("""
+            state_dir = \(daemon.directory.at("from-file"))
+            socket = \(daemon.directory.at("file.sock"))
+            server = http://127.0.0.1:9
+            """.utf8))
         try daemon.start()
         defer { daemon.stop() }
         #expect(FileManager.default.fileExists(atPath: "\(daemon.stateDirectory)/expensed.db"))
         #expect(!FileManager.default.fileExists(atPath: daemon.directory.at("from-file")))
         let status = try daemon.ctlJSON(["status"])
         #expect(status["state_dir"]?.stringValue == daemon.stateDirectory)
-        #expect(status["server"] == "not_configured")
+        #expect(status["server"] == "not_configured", "--server none queues only, whatever the file says")
         #expect(status["server_url"] == .null)
     }
 

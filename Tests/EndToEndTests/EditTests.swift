@@ -38,9 +38,24 @@ import Testing
         try JSONValue.parse(try sync.serverRequest("GET", "/v1/expenses/\(id)").body)
     }
 
+    /// Starts the daemon queueing only (`--server none`): no attempt can be
+    /// in flight, so what the user does meets a create that never left.
+    static func startQueueingOnly(_ sync: SyncHarness) throws {
+        sync.daemon.arguments += ["--server", "none"]
+        try sync.daemon.start()
+    }
+
+    /// Restarts the daemon with its server (and starts that server).
+    static func goOnline(_ sync: SyncHarness) throws {
+        sync.daemon.stop()
+        sync.daemon.arguments.removeLast(2)
+        try sync.daemon.start()
+        try sync.startServer()
+    }
+
     @Test func editsOfANeverSentCreate_mergeIntoIt() throws {
         let sync = try SyncHarness(startServer: false)
-        try sync.daemon.start()
+        try Self.startQueueingOnly(sync)
         defer { sync.daemon.stop() }
         let id = try Self.add(sync.daemon)
         try Self.edit(sync.daemon, id, ["--amount", "13.00"])
@@ -51,7 +66,7 @@ import Testing
         #expect(shown["comment"] == "team lunch")
         #expect(shown["state"] == "queued")
 
-        try sync.startServer()
+        try Self.goOnline(sync)
         try sync.waitUntilDrained()
         #expect(Self.requests(sync, "POST") == 1)
         #expect(Self.requests(sync, "PATCH") == 0)
@@ -90,7 +105,7 @@ import Testing
 
     @Test func createReceiptEditDeleteOffline_sendNothing() throws {
         let sync = try SyncHarness(startServer: false)
-        try sync.daemon.start()
+        try Self.startQueueingOnly(sync)
         defer { sync.daemon.stop() }
         let receipt = sync.daemon.directory.at("r.jpg")
         SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
@@ -104,10 +119,77 @@ import Testing
         #expect(sync.daemon.receiptFiles().isEmpty, "the receipt file is gone")
         #expect(try sync.daemon.list().isEmpty)
 
+        try Self.goOnline(sync)
+        #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        #expect(Self.writes(sync) == 0)
+        #expect(try sync.serverExpenses().isEmpty)
+    }
+
+    /// Writes the server received (refreshes and reads aside).
+    static func writes(_ sync: SyncHarness) -> Int {
+        ["POST", "PUT", "PATCH", "DELETE"].map { requests(sync, $0) }.reduce(0, +)
+    }
+
+    /// Adds an expense while the server is down and waits until its create
+    /// is claimed: `before-send` holds the attempt for five seconds, and the
+    /// attempt then finds no server.
+    static func addWhileAnAttemptHangs(_ sync: SyncHarness, receipt: Bool) throws -> String {
+        sync.daemon.environment["EXPENSED_FAULT"] = "before-send:sleep=5000"
+        try sync.daemon.start()
+        var arguments = ["add", "--merchant", "Taxi", "--amount", "30.00", "--currency", "EUR", "--date", "2026-11-29"]
+        if receipt {
+            let file = sync.daemon.directory.at("r.jpg")
+            SampleReceipt.write(SampleReceipt.jpeg(), to: file)
+            arguments += ["--receipt", file]
+        }
+        let added = try sync.daemon.ctl(arguments)
+        guard added.status == 0 else { throw TestFailure("add: \(added.stderr)") }
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try waitUntil(timeout: 10, "the create to be claimed") { try Self.outbox(sync.daemon).first?.1 == "sending" }
+        return id
+    }
+
+    @Test func deleteWhileTheCreateIsOnItsWay_butNeverLeaves_sendsNothing() throws {
+        let sync = try SyncHarness(startServer: false)
+        let id = try Self.addWhileAnAttemptHangs(sync, receipt: true)
+        defer { sync.daemon.stop() }
+        let deleted = try sync.daemon.ctl(["delete", id])
+        #expect(deleted.status == 0)
+        #expect(deleted.stdout.contains("delete queued"), "the create may reach the server: \(deleted.stdout)")
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "delete"])
+
+        try waitUntil(timeout: 20, "the attempt to fail and the chain to go") { try Self.outbox(sync.daemon).isEmpty }
+        #expect(sync.daemon.receiptFiles().isEmpty, "the receipt file is gone")
+        #expect(try sync.daemon.list().isEmpty)
+        #expect(sync.daemon.log.contains("Deleted before it reached the server"))
+
         try sync.startServer()
         #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
-        #expect(Self.requests(sync, "POST") + Self.requests(sync, "PUT") + Self.requests(sync, "PATCH") + Self.requests(sync, "DELETE") == 0)
+        #expect(Self.writes(sync) == 0)
         #expect(try sync.serverExpenses().isEmpty)
+    }
+
+    @Test func editWhileTheCreateIsOnItsWay_butNeverLeaves_mergesIntoIt() throws {
+        let sync = try SyncHarness(startServer: false)
+        let id = try Self.addWhileAnAttemptHangs(sync, receipt: false)
+        defer { sync.daemon.stop() }
+        try Self.edit(sync.daemon, id, ["--comment", "airport"])
+        try Self.edit(sync.daemon, id, ["--amount", "31.00"])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "edit"], "a create on its way is not rewritten")
+
+        try waitUntil(timeout: 20, "the attempt to fail and the edit to merge") { try Self.outbox(sync.daemon).map(\.0) == ["create"] }
+        let payload = try Self.payloads(sync.daemon)[0]
+        #expect(payload["fields"]?["comment"] == "airport")
+        #expect(payload["fields"]?["amount"] == "31.00")
+
+        try sync.startServer()
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "POST") == 1)
+        #expect(Self.requests(sync, "PATCH") == 0)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["comment"] == "airport")
+        #expect(server["amount"] == "31.00")
+        #expect(server["version"] == 1)
     }
 
     @Test func deleteOfASyncedExpense_dropsQueuedEditsAndUploadsAndSendsOneDelete() throws {
