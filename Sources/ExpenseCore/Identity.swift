@@ -4,9 +4,33 @@ import FoundationEssentials
 /// The identity of one operation: a UUID made once on the client, stored
 /// with the job, and sent unchanged on every retry as `Idempotency-Key`.
 public enum ClientID {
-    /// A new random UUID in canonical lowercase form (36 characters).
+    /// A new UUID in canonical lowercase form (36 characters): version 7
+    /// (RFC 9562), the Unix time in milliseconds then 74 random bits. Ids
+    /// made one after another sort together, so the indexes that hold them
+    /// (the cache's by client id, the server's keys) grow at one end
+    /// instead of touching a random page for each.
     public static func make() -> String {
-        UUID().uuidString.lowercased()
+        make(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
+    }
+
+    static func make(milliseconds: UInt64) -> String {
+        var random = SystemRandomNumberGenerator()
+        let low: UInt64 = random.next(), high: UInt16 = random.next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - i))) }
+        bytes[6] = 0x70 | UInt8(truncatingIfNeeded: high >> 8) & 0x0F
+        bytes[7] = UInt8(truncatingIfNeeded: high)
+        for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (8 * (15 - i))) }
+        bytes[8] = 0x80 | bytes[8] & 0x3F
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (i, byte) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// True for a UUID in canonical lowercase form: `8-4-4-4-12` hex digits.

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Testing
 @testable import ExpenseCore
 
@@ -25,6 +26,21 @@ import Testing
         #expect(!ClientID.isCanonical("1b4e28ba2fa111d2883f0000f87d3b6e"))
         #expect(!ClientID.isCanonical("1b4e28ba-2fa1-11d2-883f-0000f87d3b6g"))
         #expect(!ClientID.isCanonical(""))
+    }
+
+    @Test func clientID_isAVersion7UUIDWithTheTimeFirst() throws {
+        let id = ClientID.make(milliseconds: 0x0193_7A3B_C4D5)
+        #expect(id.hasPrefix("01937a3b-c4d5-7"), "48-bit time, then version 7: \(id)")
+        #expect("89ab".contains(id[id.index(id.startIndex, offsetBy: 19)]), "RFC 9562 variant: \(id)")
+        // Parsed back by Foundation as the same UUID, of version 7.
+        let uuid = try #require(UUID(uuidString: id))
+        #expect(uuid.uuidString.lowercased() == id)
+        #expect(uuid.uuid.6 >> 4 == 7)
+        // Later milliseconds sort later; within one, the random bits differ.
+        #expect(ClientID.make(milliseconds: 0x0193_7A3B_C4D6) > ClientID.make(milliseconds: 0x0193_7A3B_C4D5))
+        let now = ClientID.make()
+        #expect(ClientID.isCanonical(now))
+        #expect(now > id)
     }
 
     @Test func clientID_neverRepeats() {
