@@ -34,13 +34,16 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and returns the response, or the transport failure.
     public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
         await withCheckedContinuation { continuation in
-            let accepted = state.withLock { state -> Bool in
-                guard !state.stopping else { return false }
+            // Requests handed over together cost one wake-up: the thread
+            // takes every pending one when it wakes, so a request that
+            // finds others pending is taken with them.
+            let accepted = state.withLock { state -> Bool? in
+                guard !state.stopping else { return nil }
                 state.pending.append((request, { continuation.resume(returning: $0) }))
-                return true
+                return state.pending.count == 1
             }
-            if accepted {
-                multi.wakeUp()
+            if let first = accepted {
+                if first { multi.wakeUp() }
             } else {
                 continuation.resume(returning: .failure(TransportError(code: -1, message: "the HTTP client is shut down")))
             }

@@ -103,6 +103,12 @@ import Testing
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
         #expect(paths == Set((0..<40).map { "/\($0)" }))
+        // A request handed over alone, with nothing else pending or in
+        // flight, still wakes the client's thread (it would wait forever).
+        for i in 0..<20 {
+            let body = try await client.send(HTTPRequest(method: "GET", url: server.baseURL + "/alone/\(i)")).get().body
+            #expect(String(decoding: body, as: UTF8.self) == "/alone/\(i)")
+        }
     }
 
     @Test func tokenNeverAppearsInErrors() async throws {

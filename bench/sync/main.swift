@@ -61,14 +61,18 @@ func queue(_ daemon: DaemonHarness, count: Int, receipt: String?) throws {
     group.wait()
 }
 
-/// Starts the server, asks for a pass, and waits until the outbox is empty.
-/// Returns seconds taken and the daemon's peak RSS (KiB) meanwhile.
-func drain(_ sync: SyncHarness, profile: String? = nil) throws -> (Double, Int) {
+/// Starts the server (on its own core with `--server-cpu`).
+func startServer(_ sync: SyncHarness) throws {
     try sync.startServer()
     if let serverCore {
         let taskset = try runCommand("/usr/bin/taskset", ["-a", "-p", "-c", serverCore, "\(sync.server!.child.pid)"])
         guard taskset.status == 0 else { throw TestFailure("taskset failed: \(taskset.stderr)") }
     }
+}
+
+/// Asks for a pass, and waits until the outbox is empty.
+/// Returns seconds taken and the daemon's peak RSS (KiB) meanwhile.
+func drain(_ sync: SyncHarness, profile: String? = nil) throws -> (Double, Int) {
     let perf = try profile.map { path in
         let perf = Process()
         // perf inherits this process's blocked signals: unblock them, or
@@ -151,9 +155,11 @@ nonisolated(unsafe) var lastPlainCPU = 0.0
 
 print("bench-sync: bin=\(bin) concurrency=\(concurrency)")
 
-/// One round: the daemon drains `count` queued expenses, then plain libcurl
-/// sends the same requests to the same server. Returns the three rates.
-func round(count: Int, receiptSize: Int?, profile: String?) async throws -> (daemon: Double, plain: Double, queued: Double) {
+/// One round: the daemon drains `count` queued expenses and plain libcurl
+/// sends the same requests to the same server, one right after the other;
+/// with `plainFirst`, plain libcurl goes first (so neither always meets a
+/// fresh server). Returns the three rates.
+func round(count: Int, receiptSize: Int?, profile: String?, plainFirst: Bool) async throws -> (daemon: Double, plain: Double, queued: Double) {
     let sync = try SyncHarness(daemonArguments: ["--concurrency", "\(concurrency)", "--drain-interval", "1h"], startServer: false)
     defer { sync.stopServer() }
     var receiptPath: String?
@@ -165,14 +171,20 @@ func round(count: Int, receiptSize: Int?, profile: String?) async throws -> (dae
     }
     try sync.daemon.start()
     try queue(sync.daemon, count: count, receipt: receiptPath)
-    let (seconds, peak) = try drain(sync, profile: profile)
+    try startServer(sync)
     let jobs = Double(count * (receiptSize == nil ? 1 : 2))
+    var baseline = 0.0, queuedBaseline = 0.0, plainCPU = 0.0
+    func plainRuns() async {
+        baseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: false)
+        plainCPU = lastPlainCPU
+        queuedBaseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: true)
+    }
+    if plainFirst { await plainRuns() }
+    let (seconds, peak) = try drain(sync, profile: profile)
     sync.daemon.stop()
-    let baseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: false)
-    let plainCPU = lastPlainCPU
-    let queuedBaseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: true)
+    if !plainFirst { await plainRuns() }
     let rates = (daemon: jobs / seconds, plain: jobs / baseline, queued: jobs / queuedBaseline)
-    print("  expensed \(Int(rates.daemon)) jobs/s (peak RSS \(peak / 1024) MiB), plain libcurl \(Int(rates.plain)): ratio \(String(format: "%.2f", rates.daemon / rates.plain)); "
+    print("  \(plainFirst ? "plain first: " : "")expensed \(Int(rates.daemon)) jobs/s (peak RSS \(peak / 1024) MiB), plain libcurl \(Int(rates.plain)): ratio \(String(format: "%.2f", rates.daemon / rates.plain)); "
           + "with \(concurrency) more queued \(Int(rates.queued)): \(String(format: "%.2f", rates.daemon / rates.queued)); "
           + "CPU per job: expensed \(String(format: "%.0f", lastCPU.daemon / jobs * 1e6)) µs, expense-server \(String(format: "%.0f", lastCPU.server / jobs * 1e6)) µs; "
           + "plain libcurl \(String(format: "%.0f", plainCPU / jobs * 1e6)) µs")
@@ -189,7 +201,7 @@ func scenario(_ label: String, count: Int, receiptSize: Int?) async throws {
     var ratios: [Double] = [], queuedRatios: [Double] = []
     for n in 1...rounds {
         let profile = perfDirectory.map { "\($0)/\(receiptSize == nil ? "creates" : "receipts")-\(n).perf" }
-        let rates = try await round(count: count, receiptSize: receiptSize, profile: profile)
+        let rates = try await round(count: count, receiptSize: receiptSize, profile: profile, plainFirst: n % 2 == 0)
         ratios.append(rates.daemon / rates.plain)
         queuedRatios.append(rates.daemon / rates.queued)
     }
@@ -210,6 +222,7 @@ if only == nil || only == "memory" {
     try sync.daemon.start()
     try queue(sync.daemon, count: count, receipt: nil)
     let idle = rss(sync.daemon.process!.pid)
+    try startServer(sync)
     let (seconds, peak) = try drain(sync)
     sync.daemon.stop()
     print("drain \(count) queued expenses: \(Int(Double(count) / seconds)) jobs/s; RSS \(idle / 1024) MiB queued, peak \(peak / 1024) MiB while draining (target <= 50 MiB)")
