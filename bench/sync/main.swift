@@ -61,8 +61,24 @@ func queue(_ daemon: DaemonHarness, count: Int, receipt: String?) throws {
     group.wait()
 }
 
+/// Waits until the passes the adds triggered (each finding no server) are
+/// over: the count of passes that found the server unreachable has not
+/// moved for 300 ms. Else the last of them could meet the server started
+/// next and drain before the measurement.
+func waitForQuiet(_ daemon: DaemonHarness) throws {
+    var last: Int64 = -1, steady = 0
+    while steady < 6 {
+        let stats = try daemon.request(["op": "stats"])["result"]
+        let count = stats?["since_start"]?["failures"]?["transport"]?.intValue ?? 0
+        steady = count == last && count > 0 ? steady + 1 : 0
+        last = count
+        usleep(50_000)
+    }
+}
+
 /// Starts the server (on its own core with `--server-cpu`).
 func startServer(_ sync: SyncHarness) throws {
+    try waitForQuiet(sync.daemon)
     try sync.startServer()
     if let serverCore {
         let taskset = try runCommand("/usr/bin/taskset", ["-a", "-p", "-c", serverCore, "\(sync.server!.child.pid)"])
@@ -180,6 +196,8 @@ func round(count: Int, receiptSize: Int?, profile: String?, plainFirst: Bool) as
         queuedBaseline = await plainLibcurl(server: sync.server!, count: count, receipt: receiptBytes, receiptPath: receiptPath, queued: true)
     }
     if plainFirst { await plainRuns() }
+    let queued = try sync.daemon.request(["op": "status"])["result"]?["queued"]?.intValue
+    guard queued == Int64(jobs) else { throw TestFailure("\(queued ?? 0) of \(Int(jobs)) jobs queued when the drain was to start") }
     let (seconds, peak) = try drain(sync, profile: profile)
     sync.daemon.stop()
     if !plainFirst { await plainRuns() }
