@@ -92,21 +92,27 @@ extension Drainer {
             // Back to the queue with no attempt counted, saying why (show
             // tells). When nothing left this machine the job counts as never
             // sent: a create takes the edits or the delete made meanwhile.
-            let dropped = (try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)) ?? false
+            let dropped = try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)
             noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
                             transactionID: job.transactionID, jobUUID: job.uuid)
-            if dropped {
-                logger.info("Deleted before it reached the server; nothing will be sent", transactionID: job.transactionID, jobUUID: job.uuid)
-            }
+            if let dropped { noteDropped([dropped]) }
             publisher.markChanged()
             return .unreachable
         case .success(let response)?:
             precondition(Sent.isRefusal(response.status), "plain answers are recorded in batches")
             noteContact()
-            try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
+            _ = try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
                                      errorClass: "auth", wasSent: true)
             // Refused with a token that has been replaced since: try again with the new one.
             return pauseForCredentials(refusedGeneration: sent.tokenGeneration, status: response.status) ? .credentials : nil
+        }
+    }
+
+    /// Logs the expenses whose never-sent chain a job going back to the
+    /// queue dropped (deleted while their create was claimed).
+    func noteDropped(_ transactionIDs: [String]) {
+        for transactionID in transactionIDs {
+            logger.info("Deleted before it reached the server; nothing will be sent", transactionID: transactionID)
         }
     }
 

@@ -316,7 +316,7 @@ final class Drainer: Sendable {
             }
         }
         do {
-            try await store.release(claimed)
+            noteDropped(try await store.release(claimed))
         } catch {
             logger.error("Failed to return unsent jobs to the queue: \(error); they are requeued at next start")
         }

@@ -54,11 +54,7 @@ extension Store {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
-            // Not in the cache (no version) and its create never left: the server never saw it.
-            let neverSent = view.version == nil && jobs.contains { $0.kind == .create && $0.isUntouched }
-            if neverSent {
-                let files = jobs.compactMap(\.receiptFile)
-                try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
+            if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
                 return (DeleteResult(transactionID: transactionID, droppedLocally: true), files)
             }
             if jobs.contains(where: { $0.kind == .delete }) {
@@ -100,6 +96,16 @@ extension Store {
             }
             return try Store.view(db, transactionID: transactionID)!
         }
+    }
+
+    /// Removes the whole chain (create, edits, receipt jobs) of an expense
+    /// the server never saw: not in the cache, its create never sent.
+    /// - Returns: the chain's receipt files, to remove once this commits;
+    ///   nil when the server may have the expense.
+    static func dropIfNeverSent(_ db: Connection, transactionID: String, jobs: [RawJob], cached: Bool) throws -> [String]? {
+        guard !cached, jobs.contains(where: { $0.kind == .create && $0.isUntouched }) else { return nil }
+        try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
+        return jobs.compactMap(\.receiptFile)
     }
 
     /// A job row with what coalescing needs.

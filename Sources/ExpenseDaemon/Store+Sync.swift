@@ -93,55 +93,61 @@ extension Store {
     /// Puts a job back in the queue without counting an attempt, noting why
     /// (a transport failure, refused credentials). `wasSent: false` undoes
     /// the claim's count of sends: not one byte reached the server.
-    ///
-    /// A create that never left takes, now, what the user did to its
-    /// expense while it was on its way, as if done before it: queued edits
-    /// merge into it, and a queued delete drops the whole chain (nothing
-    /// is sent). Durable then, as its receipt file goes after the commit.
-    /// - Returns: true when the expense's chain was dropped.
+    /// - Returns: the transaction id of an expense dropped meanwhile (see
+    ///   ``putBack(_:wasSent:error:)``), or nil.
     @discardableResult
-    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws -> Bool {
-        let unsentCreate = job.kind == .create && !wasSent
-        let files = try await database.write(durability: unsentCreate ? .durable : .deferred) { db -> [String]? in
-            try db.execute("""
-                UPDATE jobs SET state = 'queued', last_error = ?, last_error_class = ?,
-                    sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
-                WHERE seq = ? AND state = 'sending'
-                """, [.text(error), .text(errorClass), .bool(wasSent), .integer(job.seq)])
-            guard unsentCreate, db.changes == 1 else { return nil }
-            return try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID)
+    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws -> String? {
+        try await putBack([job], wasSent: wasSent, error: (error, errorClass)).first
+    }
+
+    /// Returns claimed jobs that were never handed to the network.
+    /// - Returns: the transaction ids of expenses dropped meanwhile.
+    @discardableResult
+    public func release(_ jobs: [OutboxJob]) async throws -> [String] {
+        guard !jobs.isEmpty else { return [] }
+        return try await putBack(jobs, wasSent: false, error: nil)
+    }
+
+    /// Puts claimed jobs back in the queue. A create that goes back never
+    /// sent takes, now, what the user did to its expense while it was
+    /// claimed, as if done before it: queued edits merge into it, and a
+    /// queued delete drops the whole chain (nothing is sent). Durable then,
+    /// as the chain's receipt files go after the commit.
+    /// - Returns: the transaction ids of the expenses dropped.
+    private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
+        let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
+        let dropped = try await database.write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db in
+            for job in jobs {
+                try db.execute("""
+                    UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
+                        sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
+                    WHERE seq = ? AND state = 'sending'
+                    """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
+                          .bool(wasSent), .integer(job.seq)])
+            }
+            return try unsentCreates.compactMap { job in
+                try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID).map { (job.transactionID, $0) }
+            }
         }
-        guard let files else { return false }
-        for file in files { try? receipts.remove(file) }
-        return true
+        for file in dropped.flatMap(\.1) { try? receipts.remove(file) }
+        return dropped.map(\.0)
     }
 
     /// Applies queued edits and a queued delete to the expense's create
-    /// when that never reached the server (see ``requeue(_:error:errorClass:wasSent:)``).
+    /// when that never reached the server (see ``putBack(_:wasSent:error:)``).
     /// - Returns: the receipt files to remove when the chain was dropped.
     static func coalesceIntoUnsentCreate(_ db: Connection, transactionID: String) throws -> [String]? {
         let jobs = try rawJobs(db, transactionID: transactionID)
         guard let create = jobs.first(where: { $0.kind == .create }), create.isUntouched else { return nil }
         if jobs.contains(where: { $0.kind == .delete }) {
-            guard try view(db, transactionID: transactionID)?.version == nil else { return nil }
-            try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
-            return jobs.compactMap(\.receiptFile)
+            let cached = try db.scalarInt("SELECT 1 FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) != nil
+            return try dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: cached)
         }
         let edits = jobs.filter { $0.kind == .edit && $0.isUntouched }
         guard !edits.isEmpty else { return nil }
         try rewrite(db, create, fields: edits.reduce(create.fields) { $0.merging($1.fields) }, baseVersion: nil)
         for edit in edits { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(edit.seq)]) }
         return nil
-    }
-
-    /// Returns claimed jobs that were never handed to the network.
-    public func release(_ jobs: [OutboxJob]) async throws {
-        guard !jobs.isEmpty else { return }
-        try await database.write(durability: .deferred) { db in
-            for job in jobs {
-                try db.execute("UPDATE jobs SET state = 'queued', sends = max(sends - 1, 0) WHERE seq = ? AND state = 'sending'", [.integer(job.seq)])
-            }
-        }
     }
 
     /// Applies what the server said about jobs, in one transaction, each

@@ -3,6 +3,7 @@ import ExpenseCore
 import ExpenseTestSupport
 import Foundation
 import Synchronization
+import SQLite
 import Testing
 
 /// The sync engine against the real reference server on loopback.
@@ -306,6 +307,48 @@ import Testing
         #expect(server.requests.filter { $0.method == "POST" }.count == before + 2, "no third request while two hang")
         let sending = try daemon.request(["op": "status"])["result"]?["sending"]?.intValue ?? 0
         #expect(sending > 2, "more jobs wait ready in the HTTP client: \(sending) sending")
+    }
+
+    @Test func deleteOfACreateClaimedButNeverSent_dropsItsChainWhenThePassEnds() throws {
+        // Creates hang. With concurrency 1, one is on the wire and one waits
+        // in the HTTP client; the rest of the pass's claim stays claimed,
+        // never handed to the network, until the pass ends.
+        let server = try LoopbackHTTPServer { request in
+            request.method == "POST" ? .hang : .respond(status: 503, headers: [:], body: [])
+        }
+        defer { server.stop() }
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--request-timeout", "60s", "--drain-interval", "1h",
+                                                         "--server", "none"])
+        defer { daemon.stop() }
+        let receipt = daemon.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
+        let ids = try Self.add(5, to: daemon) { _ in receipt }
+        #expect(daemon.receiptFiles().count == 5)
+        // Queued while no server was configured: now one pass claims them all.
+        #expect(daemon.stop() == 0)
+        daemon.arguments.removeLast(2)
+        try daemon.start()
+        try waitUntil(timeout: 10, "the first create on the wire") { server.requests.count == 1 }
+        let states = try Self.createStates(daemon)
+        #expect(states[ids[4]] == "sending", "claimed: \(states)")
+        let deleted = try daemon.ctl(["delete", ids[4]])
+        #expect(deleted.stdout.contains("delete queued"), "the create is claimed and may yet go: \(deleted.stdout)")
+
+        // Stopping ends the pass: the claimed jobs go back, and the deleted
+        // expense's create, never sent, takes its delete.
+        #expect(daemon.stop() == 0)
+        #expect(daemon.log.contains("\(ids[4]): Deleted before it reached the server"), "\(daemon.log)")
+        #expect(server.requests.count == 1, "nothing more was sent")
+        try daemon.start()
+        #expect(try Self.createStates(daemon)[ids[4]] == nil)
+        #expect(try daemon.list().map { $0["transaction_id"]?.stringValue } == Array(ids[0..<4]))
+        #expect(daemon.receiptFiles().count == 4, "its receipt file is gone")
+    }
+
+    /// The state of each create in the outbox, by transaction id.
+    static func createStates(_ daemon: DaemonHarness) throws -> [String: String] {
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
+        return Dictionary(uniqueKeysWithValues: try db.query("SELECT transaction_id, state FROM jobs WHERE kind = 'create'") { ($0.string(0), $0.string(1)) })
     }
 
     @Test func refusalOfATokenTheFileHasJustReplaced_pausesNothing() throws {
