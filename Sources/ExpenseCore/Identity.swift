@@ -14,23 +14,14 @@ public enum ClientID {
     }
 
     static func make(milliseconds: UInt64) -> String {
-        var random = SystemRandomNumberGenerator()
-        let low: UInt64 = random.next(), high: UInt16 = random.next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - i))) }
-        bytes[6] = 0x70 | UInt8(truncatingIfNeeded: high >> 8) & 0x0F
-        bytes[7] = UInt8(truncatingIfNeeded: high)
-        for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (8 * (15 - i))) }
-        bytes[8] = 0x80 | bytes[8] & 0x3F
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (i, byte) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        // A random (version 4) UUID has the RFC variant and 122 random
+        // bits: its first 48 become the time and its version nibble a 7.
+        var uuid = UUID().uuid
+        withUnsafeMutableBytes(of: &uuid) { bytes in
+            for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - i))) }
+            bytes[6] = 0x70 | bytes[6] & 0x0F
         }
-        return String(decoding: text, as: UTF8.self)
+        return UUID(uuid: uuid).uuidString.lowercased()
     }
 
     /// True for a UUID in canonical lowercase form: `8-4-4-4-12` hex digits.

@@ -76,9 +76,12 @@ extension String {
     /// `backslashes`, backslashes too) as `\xNN`, so text from elsewhere
     /// can neither break a log or terminal line nor forge one.
     public func escapingControlCharacters(backslashes: Bool = false) -> String {
+        let escaped = { (scalar: Unicode.Scalar) in scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") }
+        // Every log line comes through here; most need nothing.
+        guard unicodeScalars.contains(where: escaped) else { return self }
         var out = ""
         for scalar in unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") {
+            if escaped(scalar) {
                 out += "\\x" + hex(UInt8(scalar.value))
             } else {
                 out.unicodeScalars.append(scalar)

@@ -1,0 +1,12 @@
+import Posix
+import Testing
+
+/// Text from elsewhere (spool names, server messages) on one log line.
+@Suite struct EscapingTests {
+    @Test func controlCharacters_becomeHexEscapes_andNothingElseChanges() {
+        #expect("two\nlines\r\u{1B}[31m\u{7F}".escapingControlCharacters() == "two\\x0alines\\x0d\\x1b[31m\\x7f")
+        #expect("café \\ ok".escapingControlCharacters() == "café \\ ok", "printable text, backslashes included, stays")
+        #expect("a\\b\n".escapingControlCharacters(backslashes: true) == "a\\x5cb\\x0a", "so an escape cannot be forged")
+        #expect("".escapingControlCharacters() == "")
+    }
+}
