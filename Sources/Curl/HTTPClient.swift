@@ -34,19 +34,27 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and returns the response, or the transport failure.
     public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
         await withCheckedContinuation { continuation in
-            // Requests handed over together cost one wake-up: the thread
-            // takes every pending one when it wakes, so a request that
-            // finds others pending is taken with them.
-            let accepted = state.withLock { state -> Bool? in
-                guard !state.stopping else { return nil }
-                state.pending.append((request, { continuation.resume(returning: $0) }))
-                return state.pending.count == 1
-            }
-            if let first = accepted {
-                if first { multi.wakeUp() }
-            } else {
-                continuation.resume(returning: .failure(TransportError(code: -1, message: "the HTTP client is shut down")))
-            }
+            start(request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Sends `request` without waiting: `completion` runs once, on the
+    /// client's thread, with the response or the transport failure (at
+    /// once, on the caller's thread, when the client is shut down). It must
+    /// not block: hand the result on.
+    public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        // Requests handed over together cost one wake-up: the thread takes
+        // every pending one when it wakes, so a request that finds others
+        // pending is taken with them.
+        let accepted = state.withLock { state -> Bool? in
+            guard !state.stopping else { return nil }
+            state.pending.append((request, completion))
+            return state.pending.count == 1
+        }
+        if let first = accepted {
+            if first { multi.wakeUp() }
+        } else {
+            completion(.failure(TransportError(code: -1, message: "the HTTP client is shut down")))
         }
     }
 

@@ -22,47 +22,56 @@ extension Drainer {
         static func isRefusal(_ status: Int) -> Bool { status == 401 || status == 403 }
     }
 
-    /// Sends one job. A receipt file that cannot be read marks the job as
-    /// needing attention, and the trip has no answer.
-    func send(_ job: OutboxJob) async -> Sent {
+    /// Hands one job's request to the HTTP client; `answered` gets the
+    /// trip, on the client's thread. A receipt is hashed first (for
+    /// `Repr-Digest`) on the digest threads: then the request leaves from
+    /// a task of its own, and `tasks` runs it. A receipt file that cannot
+    /// be read marks the job as needing attention, and the trip has no answer.
+    func send(_ job: OutboxJob, in tasks: inout DiscardingTaskGroup, answered: @escaping @Sendable (Sent) -> Void) {
         let request = SyncRequest.make(for: job, deviceID: store.deviceID)
+        guard case .receipt(let file, _, _) = request.body else {
+            start(job, request, digest: nil, answered: answered)
+            return
+        }
+        tasks.addTask { [self] in
+            let path = store.receipts.filePath(file)
+            do {
+                let digest = try await digests.run { try Self.digest(of: path) }
+                start(job, request, digest: digest, answered: answered)
+            } catch {
+                logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
+                             messageID: .needsAttention)
+                try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
+                answered(Sent(result: nil, tokenGeneration: tokens.generation))
+            }
+        }
+    }
+
+    private func start(_ job: OutboxJob, _ request: SyncRequest, digest: String?, answered: @escaping @Sendable (Sent) -> Void) {
         var headers = request.headers
         let body: HTTPRequest.Body
+        var total = configuration.requestTimeoutMilliseconds
         switch request.body {
         case .none:
             body = .none
         case .json(let bytes):
             body = .bytes(bytes)
         case .receipt(let file, let size, _):
-            let path = store.receipts.filePath(file)
-            do {
-                let digest = try await digests.run { try Self.digest(of: path) }
-                headers.append(("Repr-Digest", "sha-256=:\(digest):"))
-            } catch {
-                logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
-                             messageID: .needsAttention)
-                try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
-                return Sent(result: nil, tokenGeneration: tokens.generation)
-            }
-            body = .file(path: path, size: size)
-        }
-        let (token, _, generation) = tokens.current()
-        if let token { headers.append(("Authorization", "Bearer \(token)")) }
-        var total = configuration.requestTimeoutMilliseconds
-        if case .receipt(_, let size, _) = request.body {
+            headers.append(("Repr-Digest", "sha-256=:\(digest ?? ""):"))
+            body = .file(path: store.receipts.filePath(file), size: size)
             // A large receipt on a slow uplink needs longer than a small
             // request: 64 KiB/s more. The low-speed limit still ends a stall.
             total += size * 1000 / (64 * 1024)
         }
+        let (token, _, generation) = tokens.current()
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
         var http = HTTPRequest(method: request.method, url: baseURL + request.path, headers: headers, body: body,
                                connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                totalTimeoutMilliseconds: total)
         http.lowSpeedSeconds = 30
         FaultPoints.hit("before-send")
         logger.debug("Sending \(job.kind.rawValue) \(request.method) \(request.path)", transactionID: job.transactionID, jobUUID: job.uuid)
-        let result = await client.send(http)
-        FaultPoints.hit("after-response")
-        return Sent(result: result, tokenGeneration: generation)
+        client.start(http) { result in answered(Sent(result: result, tokenGeneration: generation)) }
     }
 
     /// Base64 of the SHA-256 of a file, read in chunks: `Repr-Digest`.

@@ -198,7 +198,7 @@ final class Drainer: Sendable {
     /// Why a pass stopped before the outbox was empty.
     enum Stop: Equatable { case unreachable, credentials }
 
-    /// One child task's news to the pass.
+    /// News for the pass: a request's answer, or a task's result.
     private enum PassEvent: Sendable {
         /// Jobs claimed, by a claim that started after `recordings` answers were recorded.
         case claimed([OutboxJob], afterRecordings: Int)
@@ -217,23 +217,27 @@ final class Drainer: Sendable {
     /// timeouts start when they do), so a connection that frees takes the
     /// next one without waiting for this task. A request's place is free as
     /// soon as its answer arrives.
+    /// The pass is one task that hands requests to the HTTP client and
+    /// takes answers and the results of its helper tasks (claims,
+    /// recordings, receipt digests) from one inbox, several at a time:
+    /// no task per request, and one wake-up for whatever arrived together.
     /// Plain answers (the server took or judged the job) are recorded in
     /// batches, one store call and one transaction each: a batch goes once
-    /// twice `concurrency` answers wait, nothing else is on the wire, or
-    /// the first of them has waited `answerHoldMilliseconds` (answers that
-    /// arrive while a batch is being recorded wait for it first); a
+    /// four times `concurrency` answers wait, nothing else is on the wire,
+    /// or the first of them has waited `answerHoldMilliseconds` (answers
+    /// that arrive while a batch is being recorded wait for it first); a
     /// recorded answer costs a few pages of WAL, and a batch shares most of
-    /// them. The rest (no answer, a refused token) are
-    /// handled one by one. No new request goes out while four times
-    /// `concurrency` answers wait or are being recorded (those on the wire
-    /// may add to them). The next jobs are claimed while the last ones are
-    /// being sent. Jobs claimed but not sent when the pass stops go back to
-    /// the queue.
+    /// them. The rest (no answer, a refused token) are handled one by one.
+    /// No new request goes out while eight times `concurrency` answers wait
+    /// or are being recorded (those on the wire may add to them). The next
+    /// jobs are claimed while the last ones are being sent. Jobs claimed but
+    /// not sent when the pass stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
         let width = configuration.concurrency
+        let inbox = Inbox<PassEvent>()
         var claimed: [OutboxJob] = []
         var stop: Stop?
-        await withTaskGroup(of: PassEvent.self) { group in
+        await withDiscardingTaskGroup { group in
             var sending = 0, recording = 0, claiming = false, recordingBatch = false
             /// A hold-over timer is running; it has fired since the last batch.
             var holding = false, heldLongEnough = false
@@ -247,7 +251,7 @@ final class Drainer: Sendable {
             func startMore() {
                 // Answers are recorded whether or not the pass goes on.
                 if !recordingBatch && !plain.isEmpty
-                    && (plain.count >= 2 * width || sending == 0 || heldLongEnough || stop != nil || isStopping) {
+                    && (plain.count >= 4 * width || sending == 0 || heldLongEnough || stop != nil || isStopping) {
                     let batch = plain
                     plain = []
                     heldLongEnough = false
@@ -255,15 +259,14 @@ final class Drainer: Sendable {
                     recording += batch.count
                     group.addTask { [self] in
                         await record(batch)
-                        return .recorded(nil, count: batch.count, batch: true)
+                        inbox.post(.recorded(nil, count: batch.count, batch: true))
                     }
                 } else if !plain.isEmpty && !holding && !recordingBatch {
-                    // While a batch is being recorded its end decides (and a
-                    // cancelled pass's timer would fire at once, again and again).
+                    // While a batch is being recorded its end decides.
                     holding = true
                     group.addTask {
                         try? await Task.sleep(for: .milliseconds(Self.answerHoldMilliseconds))
-                        return .holdOver
+                        inbox.post(.holdOver)
                     }
                 }
                 let going = stop == nil && !isStopping
@@ -272,45 +275,48 @@ final class Drainer: Sendable {
                     let seen = recordings
                     group.addTask { [self] in
                         do {
-                            return .claimed(try await store.claim(limit: width * 16, now: Clock.wallMilliseconds), afterRecordings: seen)
+                            inbox.post(.claimed(try await store.claim(limit: width * 16, now: Clock.wallMilliseconds), afterRecordings: seen))
                         } catch {
                             logger.error("Failed to read the outbox: \(error)")
-                            return .claimed([], afterRecordings: seen)
+                            inbox.post(.claimed([], afterRecordings: seen))
                         }
                     }
                 }
-                while going && sending < 2 * width && recording + plain.count < 4 * width && !claimed.isEmpty {
+                while going && sending < 2 * width && recording + plain.count < 8 * width && !claimed.isEmpty {
                     let job = claimed.removeFirst()
-                    group.addTask { [self] in .answered(job, await send(job)) }
                     sending += 1
+                    send(job, in: &group) { inbox.post(.answered(job, $0)) }
                 }
             }
             startMore()
-            while let event = await group.next() {
-                switch event {
-                case .claimed(let jobs, let seen):
-                    claiming = false
-                    if !jobs.isEmpty { publisher.markChanged() }
-                    else if seen == recordings { exhausted = true }
-                    claimed += jobs
-                case .answered(let job, let sent):
-                    sending -= 1
-                    if let response = sent.plainResponse {
-                        plain.append((job, response))
-                    } else {
-                        recording += 1
-                        group.addTask { [self] in .recorded(await handle(job, sent), count: 1, batch: false) }
+            while sending > 0 || recording > 0 || claiming || holding {
+                for event in await inbox.next() {
+                    switch event {
+                    case .claimed(let jobs, let seen):
+                        claiming = false
+                        if !jobs.isEmpty { publisher.markChanged() }
+                        else if seen == recordings { exhausted = true }
+                        claimed += jobs
+                    case .answered(let job, let sent):
+                        sending -= 1
+                        if sent.result != nil { FaultPoints.hit("after-response") }
+                        if let response = sent.plainResponse {
+                            plain.append((job, response))
+                        } else {
+                            recording += 1
+                            group.addTask { [self] in inbox.post(.recorded(await handle(job, sent), count: 1, batch: false)) }
+                        }
+                    case .recorded(let reason, let count, let batch):
+                        recording -= count
+                        recordings += 1
+                        if batch { recordingBatch = false }
+                        exhausted = false
+                        markProgress()
+                        if let reason, stop == nil { stop = reason }
+                    case .holdOver:
+                        holding = false
+                        heldLongEnough = !plain.isEmpty
                     }
-                case .recorded(let reason, let count, let batch):
-                    recording -= count
-                    recordings += 1
-                    if batch { recordingBatch = false }
-                    exhausted = false
-                    markProgress()
-                    if let reason, stop == nil { stop = reason }
-                case .holdOver:
-                    holding = false
-                    heldLongEnough = !plain.isEmpty
                 }
                 startMore()
             }

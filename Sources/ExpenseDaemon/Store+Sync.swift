@@ -50,9 +50,9 @@ extension Store {
                 """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
             var expenses: Set<String> = []
             let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
-            for job in chosen {
-                try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq = ?", [.integer(job.seq)])
-            }
+            // One statement for the batch (the counters' trigger still runs per row).
+            try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq IN (SELECT value FROM json_each(?))",
+                           [.text("[" + chosen.map { String($0.seq) }.joined(separator: ",") + "]")])
             return chosen.map { job in
                 var sent = job
                 sent.sends += 1
