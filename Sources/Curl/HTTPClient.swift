@@ -14,6 +14,8 @@ public final class HTTPClient: Sendable {
     private struct State: ~Copyable {
         var pending: [(HTTPRequest, @Sendable (Result<HTTPResponse, TransportError>) -> Void)] = []
         var stopping = false
+        /// The thread is waiting in `curl_multi_poll` (or about to).
+        var sleeping = false
     }
 
     /// Wraps `curl_global_init`, which must run before any thread uses curl.
@@ -43,16 +45,18 @@ public final class HTTPClient: Sendable {
     /// once, on the caller's thread, when the client is shut down). It must
     /// not block: hand the result on.
     public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
-        // Requests handed over together cost one wake-up: the thread takes
-        // every pending one when it wakes, so a request that finds others
-        // pending is taken with them.
+        // The thread is woken only when it sleeps: awake, it takes every
+        // pending request before it would sleep (so a completion handler
+        // that hands over the next request costs no wake-up), and once woken
+        // it takes those handed over meanwhile too.
         let accepted = state.withLock { state -> Bool? in
             guard !state.stopping else { return nil }
             state.pending.append((request, completion))
-            return state.pending.count == 1
+            defer { state.sleeping = false }
+            return state.sleeping
         }
-        if let first = accepted {
-            if first { multi.wakeUp() }
+        if let wake = accepted {
+            if wake { multi.wakeUp() }
         } else {
             completion(.failure(TransportError(code: -1, message: "the HTTP client is shut down")))
         }
@@ -106,8 +110,17 @@ public final class HTTPClient: Sendable {
                 transfers.removeValue(forKey: easy)?.finish(code)
                 startWaiting()
             }
-            // Woken by curl's own timers, socket activity, or wakeUp().
-            multi.poll(timeoutMilliseconds: transfers.isEmpty ? Int32.max : 1000)
+            // Woken by curl's own timers, socket activity, or wakeUp(); not
+            // when requests were handed over since the top of the loop.
+            let idle = state.withLock { state -> Bool in
+                guard state.pending.isEmpty && !state.stopping else { return false }
+                state.sleeping = true
+                return true
+            }
+            if idle {
+                multi.poll(timeoutMilliseconds: transfers.isEmpty ? Int32.max : 1000)
+                state.withLock { $0.sleeping = false }
+            }
         }
     }
 }

@@ -25,15 +25,15 @@ extension Drainer {
     /// Hands one job's request to the HTTP client; `answered` gets the
     /// trip, on the client's thread. A receipt is hashed first (for
     /// `Repr-Digest`) on the digest threads: then the request leaves from
-    /// a task of its own, and `tasks` runs it. A receipt file that cannot
-    /// be read marks the job as needing attention, and the trip has no answer.
-    func send(_ job: OutboxJob, in tasks: inout DiscardingTaskGroup, answered: @escaping @Sendable (Sent) -> Void) {
+    /// a task of its own. A receipt file that cannot be read marks the job
+    /// as needing attention, and the trip has no answer.
+    func send(_ job: OutboxJob, answered: @escaping @Sendable (Sent) -> Void) {
         let request = SyncRequest.make(for: job, deviceID: store.deviceID)
         guard case .receipt(let file, _, _) = request.body else {
             start(job, request, digest: nil, answered: answered)
             return
         }
-        tasks.addTask { [self] in
+        Task { [self] in
             let path = store.receipts.filePath(file)
             do {
                 let digest = try await digests.run { try Self.digest(of: path) }

@@ -41,6 +41,8 @@ final class Drainer: Sendable {
         var timer: Task<Void, Never>?
         /// The daemon is stopping: claim nothing more.
         var stopping = false
+        /// The sending part of the pass running, to tell it of triggers.
+        var sender: Sender?
     }
 
     init(store: Store, baseURL: String, configuration: Configuration, publisher: StatusPublisher, logger: Logger) {
@@ -57,8 +59,13 @@ final class Drainer: Sendable {
         (triggers, triggered) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// Asks for a pass now (or right after the one running).
-    func trigger() { triggered.yield(()) }
+    /// Asks for a pass now, or joins the one running: its sender looks
+    /// for eligible jobs again even when it found none (it may be waiting
+    /// for a slow answer), and one more pass follows it.
+    func trigger() {
+        state.withLock { $0.sender }?.post(.triggered)
+        triggered.yield(())
+    }
 
     /// `sync`: a pass now, even when paused for credentials; with `refresh`,
     /// fetch the server's changes first.
@@ -198,129 +205,14 @@ final class Drainer: Sendable {
     /// Why a pass stopped before the outbox was empty.
     enum Stop: Equatable { case unreachable, credentials }
 
-    /// News for the pass: a request's answer, or a task's result.
-    private enum PassEvent: Sendable {
-        /// Jobs claimed, by a claim that started after `recordings` answers were recorded.
-        case claimed([OutboxJob], afterRecordings: Int)
-        case answered(OutboxJob, Sent)
-        /// Answers recorded; a batch of plain ones, or one handled alone.
-        case recorded(Stop?, count: Int, batch: Bool)
-        /// Answers waiting to be recorded have waited long enough.
-        case holdOver
-    }
-
-    /// How long plain answers may wait for more to be recorded with.
-    static let answerHoldMilliseconds = 20
-
-    /// Keeps `concurrency` requests on the wire: the HTTP client has that
-    /// many connections and holds up to as many more requests ready (their
-    /// timeouts start when they do), so a connection that frees takes the
-    /// next one without waiting for this task. A request's place is free as
-    /// soon as its answer arrives.
-    /// The pass is one task that hands requests to the HTTP client and
-    /// takes answers and the results of its helper tasks (claims,
-    /// recordings, receipt digests) from one inbox, several at a time:
-    /// no task per request, and one wake-up for whatever arrived together.
-    /// Plain answers (the server took or judged the job) are recorded in
-    /// batches, one store call and one transaction each: a batch goes once
-    /// four times `concurrency` answers wait, nothing else is on the wire,
-    /// or the first of them has waited `answerHoldMilliseconds` (answers
-    /// that arrive while a batch is being recorded wait for it first); a
-    /// recorded answer costs a few pages of WAL, and a batch shares most of
-    /// them. The rest (no answer, a refused token) are handled one by one.
-    /// No new request goes out while eight times `concurrency` answers wait
-    /// or are being recorded (those on the wire may add to them). The next
-    /// jobs are claimed while the last ones are being sent. Jobs claimed but
-    /// not sent when the pass stops go back to the queue.
+    /// Sends until nothing is eligible, the server is unreachable, or it
+    /// refuses our credentials (see ``Sender``). Jobs claimed but not sent
+    /// when it stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
-        let width = configuration.concurrency
-        let inbox = Inbox<PassEvent>()
-        var claimed: [OutboxJob] = []
-        var stop: Stop?
-        await withDiscardingTaskGroup { group in
-            var sending = 0, recording = 0, claiming = false, recordingBatch = false
-            /// A hold-over timer is running; it has fired since the last batch.
-            var holding = false, heldLongEnough = false
-            var plain: [(OutboxJob, HTTPResponse)] = []
-            /// Recordings finished so far: a claim that started before the
-            /// last one may have missed what it made eligible.
-            var recordings = 0
-            /// Nothing eligible at the last look; an answer recorded since
-            /// may make more eligible (a receipt after its create).
-            var exhausted = false
-            func startMore() {
-                // Answers are recorded whether or not the pass goes on.
-                if !recordingBatch && !plain.isEmpty
-                    && (plain.count >= 4 * width || sending == 0 || heldLongEnough || stop != nil || isStopping) {
-                    let batch = plain
-                    plain = []
-                    heldLongEnough = false
-                    recordingBatch = true
-                    recording += batch.count
-                    group.addTask { [self] in
-                        await record(batch)
-                        inbox.post(.recorded(nil, count: batch.count, batch: true))
-                    }
-                } else if !plain.isEmpty && !holding && !recordingBatch {
-                    // While a batch is being recorded its end decides.
-                    holding = true
-                    group.addTask {
-                        try? await Task.sleep(for: .milliseconds(Self.answerHoldMilliseconds))
-                        inbox.post(.holdOver)
-                    }
-                }
-                let going = stop == nil && !isStopping
-                if going && !claiming && !exhausted && claimed.count < 4 * width {
-                    claiming = true
-                    let seen = recordings
-                    group.addTask { [self] in
-                        do {
-                            inbox.post(.claimed(try await store.claim(limit: width * 16, now: Clock.wallMilliseconds), afterRecordings: seen))
-                        } catch {
-                            logger.error("Failed to read the outbox: \(error)")
-                            inbox.post(.claimed([], afterRecordings: seen))
-                        }
-                    }
-                }
-                while going && sending < 2 * width && recording + plain.count < 8 * width && !claimed.isEmpty {
-                    let job = claimed.removeFirst()
-                    sending += 1
-                    send(job, in: &group) { inbox.post(.answered(job, $0)) }
-                }
-            }
-            startMore()
-            while sending > 0 || recording > 0 || claiming || holding {
-                for event in await inbox.next() {
-                    switch event {
-                    case .claimed(let jobs, let seen):
-                        claiming = false
-                        if !jobs.isEmpty { publisher.markChanged() }
-                        else if seen == recordings { exhausted = true }
-                        claimed += jobs
-                    case .answered(let job, let sent):
-                        sending -= 1
-                        if sent.result != nil { FaultPoints.hit("after-response") }
-                        if let response = sent.plainResponse {
-                            plain.append((job, response))
-                        } else {
-                            recording += 1
-                            group.addTask { [self] in inbox.post(.recorded(await handle(job, sent), count: 1, batch: false)) }
-                        }
-                    case .recorded(let reason, let count, let batch):
-                        recording -= count
-                        recordings += 1
-                        if batch { recordingBatch = false }
-                        exhausted = false
-                        markProgress()
-                        if let reason, stop == nil { stop = reason }
-                    case .holdOver:
-                        holding = false
-                        heldLongEnough = !plain.isEmpty
-                    }
-                }
-                startMore()
-            }
-        }
+        let sender = Sender(self)
+        state.withLock { $0.sender = sender }
+        let (stop, claimed) = await sender.run()
+        state.withLock { $0.sender = nil }
         do {
             noteDropped(try await store.release(claimed))
         } catch {

@@ -429,6 +429,30 @@ import Testing
         #expect(try daemon.request(["op": "status"])["result"]?["sending"] == 1)
     }
 
+    @Test func jobsQueuedWhileARequestHangs_joinThePassRunning() throws {
+        // The first create hangs. The pass has looked for more and found
+        // nothing; creates added now join it and go out at once, not when
+        // the hanging request ends (60 s) and the next pass begins.
+        let posts = Atomic<Int>(0)
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            let n = posts.add(1, ordering: .relaxed).newValue
+            return n == 1 ? .hang : .respond(status: 503, headers: ["Retry-After": "3600"], body: Array(#"{"error":{"code":"busy"}}"#.utf8))
+        }
+        defer { server.stop() }
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"])
+        defer { daemon.stop() }
+        _ = try Self.add(1, to: daemon)
+        try waitUntil(timeout: 5, "the first create to reach the server") { posts.load(ordering: .relaxed) >= 1 }
+        // Long enough for the pass to look for more jobs and find none.
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = try Self.add(2, to: daemon)
+        try waitUntil(timeout: 5, "the two later creates to reach the server while the first hangs") { posts.load(ordering: .relaxed) >= 3 }
+        try waitUntil(timeout: 3, "their answers to be recorded while the first still hangs") {
+            try daemon.request(["op": "status"])["result"]?["sending"] == 1
+        }
+    }
+
     @Test func requestsWaitingForAConnection_doNotSpendTheirTimeoutWaiting() throws {
         // One connection; each create takes 0.7 s of a 1 s timeout. A request
         // timed from when it was handed over would expire waiting its turn.
