@@ -407,21 +407,29 @@ import Testing
         #expect(try sync.serverExpenses().count == 40)
     }
 
+    /// A server whose first create hangs and whose later ones are turned
+    /// away (503, retry in an hour), and how many creates it has seen.
+    static func serverWhoseFirstCreateHangs() throws -> (LoopbackHTTPServer, @Sendable () -> Int) {
+        final class Count: Sendable { let value = Atomic<Int>(0) }
+        let posts = Count()
+        let server = try LoopbackHTTPServer { request in
+            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
+            let n = posts.value.add(1, ordering: .relaxed).newValue
+            return n == 1 ? .hang : .respond(status: 503, headers: ["Retry-After": "3600"], body: Array(#"{"error":{"code":"busy"}}"#.utf8))
+        }
+        return (server, { posts.value.load(ordering: .relaxed) })
+    }
+
     @Test func answersWaitingForCompany_areRecordedSoonWhileARequestHangs() throws {
         // The first create hangs; the others are answered at once. Their
         // answers are fewer than a batch, and a request is still on the
         // wire: they are recorded after a short hold, not when it ends.
-        let posts = Atomic<Int>(0)
-        let server = try LoopbackHTTPServer { request in
-            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
-            let n = posts.add(1, ordering: .relaxed).newValue
-            return n == 1 ? .hang : .respond(status: 503, headers: ["Retry-After": "3600"], body: Array(#"{"error":{"code":"busy"}}"#.utf8))
-        }
+        let (server, posts) = try Self.serverWhoseFirstCreateHangs()
         defer { server.stop() }
         let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         _ = try Self.add(3, to: daemon)
-        try waitUntil(timeout: 5, "three creates to reach the server") { posts.load(ordering: .relaxed) >= 3 }
+        try waitUntil(timeout: 5, "three creates to reach the server") { posts() >= 3 }
         try waitUntil(timeout: 3, "the two answers to be recorded while the first request hangs") {
             let jobs = try daemon.list()
             return jobs.filter { $0["state"] == "queued" }.count == 2 && jobs.filter { $0["state"] == "sending" }.count == 1
@@ -433,21 +441,16 @@ import Testing
         // The first create hangs. The pass has looked for more and found
         // nothing; creates added now join it and go out at once, not when
         // the hanging request ends (60 s) and the next pass begins.
-        let posts = Atomic<Int>(0)
-        let server = try LoopbackHTTPServer { request in
-            guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
-            let n = posts.add(1, ordering: .relaxed).newValue
-            return n == 1 ? .hang : .respond(status: 503, headers: ["Retry-After": "3600"], body: Array(#"{"error":{"code":"busy"}}"#.utf8))
-        }
+        let (server, posts) = try Self.serverWhoseFirstCreateHangs()
         defer { server.stop() }
         let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         _ = try Self.add(1, to: daemon)
-        try waitUntil(timeout: 5, "the first create to reach the server") { posts.load(ordering: .relaxed) >= 1 }
+        try waitUntil(timeout: 5, "the first create to reach the server") { posts() >= 1 }
         // Long enough for the pass to look for more jobs and find none.
         Thread.sleep(forTimeInterval: 0.5)
         _ = try Self.add(2, to: daemon)
-        try waitUntil(timeout: 5, "the two later creates to reach the server while the first hangs") { posts.load(ordering: .relaxed) >= 3 }
+        try waitUntil(timeout: 5, "the two later creates to reach the server while the first hangs") { posts() >= 3 }
         try waitUntil(timeout: 3, "their answers to be recorded while the first still hangs") {
             try daemon.request(["op": "status"])["result"]?["sending"] == 1
         }
