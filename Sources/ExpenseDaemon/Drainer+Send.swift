@@ -63,7 +63,7 @@ extension Drainer {
             // request: 64 KiB/s more. The low-speed limit still ends a stall.
             total += size * 1000 / (64 * 1024)
         }
-        let (token, _, generation) = tokens.current()
+        let (token, generation) = tokens.latest()
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         var http = HTTPRequest(method: request.method, url: baseURL + request.path, headers: headers, body: body,
                                connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,

@@ -9,8 +9,8 @@ extension Drainer {
         case start
         /// Something was queued: look for eligible jobs again.
         case triggered
-        /// Jobs claimed, by a claim that started after `recordings` answers were recorded.
-        case claimed([OutboxJob], afterRecordings: Int)
+        /// Jobs claimed, by a claim that started after `changes` recordings and triggers.
+        case claimed([OutboxJob], afterChanges: Int)
         case answered(OutboxJob, Sent)
         /// Answers recorded; a batch of plain ones, or one handled alone.
         case recorded(Stop?, count: Int, batch: Bool)
@@ -30,8 +30,9 @@ extension Drainer {
     /// result by the task that made it. One thread at a time holds the turn
     /// and handles everything posted until none is left; a thread that
     /// posts while another holds it leaves its news for that one. Nothing
-    /// it does blocks: the store and receipt digests are reached from tasks
-    /// of their own. So an answer costs no task and no thread wake-up.
+    /// it does waits for the store, a file or the network: those are
+    /// reached from tasks of their own. So a plain answer costs no task and
+    /// no thread wake-up.
     ///
     /// The HTTP client has `concurrency` connections and holds up to as many
     /// more requests ready (their timeouts start when they do), so a
@@ -55,19 +56,20 @@ extension Drainer {
             var events: [PassEvent] = []
             /// A thread holds the turn.
             var busy = false
+            /// `run`'s caller, resumed once nothing is outstanding.
+            var finished: CheckedContinuation<(stop: Stop?, unsent: [OutboxJob]), Never>?
         }
 
         // Touched only by the thread that holds the turn.
-        private var finished: CheckedContinuation<(stop: Stop?, unsent: [OutboxJob]), Never>?
         private var claimed: [OutboxJob] = []
         private var stop: Stop?
         private var sending = 0, recording = 0, claiming = false, recordingBatch = false
         /// A hold-over timer is running; it has fired since the last batch.
         private var holding = false, heldLongEnough = false
         private var plain: [(OutboxJob, HTTPResponse)] = []
-        /// Recordings finished so far: a claim that started before the last
-        /// one may have missed what it made eligible.
-        private var recordings = 0
+        /// Recordings finished and triggers so far: a claim that started
+        /// before the last one may have missed what it made eligible.
+        private var changes = 0
         /// Nothing eligible at the last look; an answer recorded since may
         /// make more eligible (a receipt after its create).
         private var exhausted = false
@@ -83,7 +85,7 @@ extension Drainer {
         /// the jobs claimed but never handed to the network.
         func run() async -> (stop: Stop?, unsent: [OutboxJob]) {
             await withCheckedContinuation { continuation in
-                finished = continuation
+                mailbox.withLock { $0.finished = continuation }
                 post(.start)
             }
         }
@@ -99,7 +101,8 @@ extension Drainer {
                 guard !done else { continue }
                 for event in events { handle(event) }
                 startMore()
-                if sending == 0 && recording == 0 && !claiming && !holding, let finished {
+                if sending == 0 && recording == 0 && !claiming && !holding,
+                   let finished = mailbox.withLock({ $0.finished.take() }) {
                     // Nothing is outstanding: only a trigger may still come.
                     done = true
                     finished.resume(returning: (stop, claimed))
@@ -124,11 +127,12 @@ extension Drainer {
             case .start:
                 break
             case .triggered:
+                changes += 1
                 exhausted = false
             case .claimed(let jobs, let seen):
                 claiming = false
                 if !jobs.isEmpty { drainer.publisher.markChanged() }
-                else if seen == recordings { exhausted = true }
+                else if seen == changes { exhausted = true }
                 claimed += jobs
             case .answered(let job, let sent):
                 sending -= 1
@@ -141,7 +145,7 @@ extension Drainer {
                 }
             case .recorded(let reason, let count, let batch):
                 recording -= count
-                recordings += 1
+                changes += 1
                 if batch { recordingBatch = false }
                 exhausted = false
                 drainer.markProgress()
@@ -177,13 +181,16 @@ extension Drainer {
             let going = stop == nil && !stopping
             if going && !claiming && !exhausted && claimed.count < 4 * width {
                 claiming = true
-                let seen = recordings, limit = width * 16
+                let seen = changes, limit = width * 16
                 Task { [self, drainer] in
+                    // The token file is looked at here (at most once a
+                    // second), not on the thread that hands requests over.
+                    _ = drainer.tokens.current()
                     do {
-                        post(.claimed(try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds), afterRecordings: seen))
+                        post(.claimed(try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds), afterChanges: seen))
                     } catch {
                         drainer.logger.error("Failed to read the outbox: \(error)")
-                        post(.claimed([], afterRecordings: seen))
+                        post(.claimed([], afterChanges: seen))
                     }
                 }
             }

@@ -61,9 +61,13 @@ final class Drainer: Sendable {
 
     /// Asks for a pass now, or joins the one running: its sender looks
     /// for eligible jobs again even when it found none (it may be waiting
-    /// for a slow answer), and one more pass follows it.
+    /// for a slow answer), and one more pass follows it. The sender is
+    /// told from a task: the caller (an add's answer, a watchdog tick)
+    /// never does a pass's work.
     func trigger() {
-        state.withLock { $0.sender }?.post(.triggered)
+        if let sender = state.withLock({ $0.sender }) {
+            Task { sender.post(.triggered) }
+        }
         triggered.yield(())
     }
 

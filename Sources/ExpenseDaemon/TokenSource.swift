@@ -57,6 +57,12 @@ final class TokenSource: Sendable {
         return state.withLock { ($0.token, $0.problem, $0.generation) }
     }
 
+    /// The token as last read, without looking at the file: for the thread
+    /// that hands requests over, which must not wait for a file system.
+    func latest() -> (token: String?, generation: Int) {
+        state.withLock { ($0.token, $0.generation) }
+    }
+
     /// The generation of the last version of the file read.
     var generation: Int { state.withLock { $0.generation } }
 
