@@ -65,14 +65,8 @@ public struct SyncRequest: Sendable, Equatable {
         let path = "/v1/expenses"
         switch job.kind {
         case .create:
-            var body: [String: JSONValue] = [
-                "device_id": .string(deviceID),
-                "device_seq": .integer(job.seq),
-                "created_at_device": .string(Timestamp.format(milliseconds: job.createdMilliseconds)),
-            ]
-            body.merge(job.fields.jsonMembers) { _, field in field }
             headers.append(("Content-Type", "application/json; charset=utf-8"))
-            return SyncRequest(method: "POST", path: path, headers: headers, body: .json(JSONValue.object(body).serializedBytes()))
+            return SyncRequest(method: "POST", path: path, headers: headers, body: .json(createBody(job, deviceID: deviceID)))
         case .receipt:
             let kind = job.receiptKind ?? .jpeg
             headers.append(("Content-Type", kind.contentType))
@@ -85,6 +79,32 @@ public struct SyncRequest: Sendable, Equatable {
         case .delete:
             return SyncRequest(method: "DELETE", path: "\(path)/\(job.transactionID)", headers: headers, body: .none)
         }
+    }
+}
+
+extension SyncRequest {
+    /// A create's body, written member by member in the order
+    /// ``JSONWriter/value(_:)`` sorts an object's keys (byte order), so it
+    /// is byte for byte the object of the fields and the device's members:
+    /// a job queued by an earlier version resends the same bytes. (Every
+    /// create is sent; this skips building and sorting a dictionary.)
+    static func createBody(_ job: OutboxJob, deviceID: String) -> [UInt8] {
+        let fields = job.fields
+        var writer = JSONWriter()
+        writer.beginObject()
+        if let amount = fields.amount { writer.member("amount", amount) }
+        if let category = fields.category { writer.member("category", category) }
+        if let comment = fields.comment { writer.member("comment", comment) }
+        writer.member("created_at_device", Timestamp.format(milliseconds: job.createdMilliseconds))
+        if let currency = fields.currency { writer.member("currency", currency) }
+        if let date = fields.date { writer.member("date", date) }
+        writer.member("device_id", deviceID)
+        writer.key("device_seq")
+        writer.integer(job.seq)
+        if let merchant = fields.merchant { writer.member("merchant", merchant) }
+        if let taxTag = fields.taxTag { writer.member("tax_tag", taxTag) }
+        writer.endObject()
+        return writer.bytes
     }
 }
 

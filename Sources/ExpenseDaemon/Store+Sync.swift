@@ -150,9 +150,9 @@ extension Store {
         return nil
     }
 
-    /// Applies what the server said about jobs, in one transaction, each
-    /// answer in a savepoint of its own (one that cannot be recorded leaves
-    /// the others): for an applied job, the returned expense is upserted
+    /// Applies what the server said about jobs, in one transaction; when
+    /// one answer cannot be recorded, the others are, each in a savepoint
+    /// of its own: for an applied job, the returned expense is upserted
     /// into the cache and the job removed together; an answer saying the
     /// expense is gone on the server (`410`) marks it deleted in the cache
     /// at once, not at the next refresh.
@@ -166,25 +166,35 @@ extension Store {
                          now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
         return try await database.write(durability: durable ? .durable : .deferred) { db in
-            // The latency histogram takes one update per bucket, not per job.
-            var latencies: [Int: Int64] = [:]
-            let results = try answers.map { job, update, goneOnServer in
-                let result = Result {
-                    try db.savepoint {
-                        if goneOnServer {
-                            try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
-                                           [.integer(now), .text(job.transactionID)])
-                        }
-                        return try Store.apply(db, job, update, now: now)
-                    }
+            func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
+                if answer.goneOnServer {
+                    try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
+                                   [.integer(now), .text(answer.job.transactionID)])
                 }
+                return try Store.apply(db, answer.job, answer.update, now: now)
+            }
+            var results: [Result<String?, any Error>]
+            do {
+                // All in one savepoint: the usual case, every answer recorded.
+                results = try db.savepoint { try answers.map { .success(try record($0)) } }
+            } catch {
                 // An error that ended the whole transaction (a full disk)
                 // undid the answers before it too: fail them all.
-                if case .failure(let error) = result, !db.isInTransaction { throw error }
-                if case .success = result, case .applied = update {
-                    latencies[Store.latencyBucket(milliseconds: now - job.createdMilliseconds), default: 0] += 1
+                if !db.isInTransaction { throw error }
+                // One could not be recorded: again, each in a savepoint of
+                // its own, so it leaves the others.
+                results = try answers.map { answer in
+                    let result = Result { try db.savepoint { try record(answer) } }
+                    if case .failure(let error) = result, !db.isInTransaction { throw error }
+                    return result
                 }
-                return result
+            }
+            // The latency histogram takes one update per bucket, not per job.
+            var latencies: [Int: Int64] = [:]
+            for (answer, result) in zip(answers, results) {
+                if case .success = result, case .applied = answer.update {
+                    latencies[Store.latencyBucket(milliseconds: now - answer.job.createdMilliseconds), default: 0] += 1
+                }
             }
             for (bucket, count) in latencies {
                 try Store.increment(db, "latency.\(bucket)", by: count)

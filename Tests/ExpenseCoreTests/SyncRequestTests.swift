@@ -20,6 +20,28 @@ import Testing
         #expect(SyncRequest.make(for: job, deviceID: "device-1") == request, "the same bytes on every retry")
     }
 
+    @Test func createBody_isTheSortedObjectOfItsMembers_forEverySetOfFields() {
+        // The body is written member by member; it must be the bytes the
+        // sorted JSON object of the same members gives (what earlier
+        // versions sent), or a resent create would fail the server's
+        // fingerprint. Every subset of the fields, values needing escapes.
+        let names = ExpenseFields.names
+        for mask in 0..<(1 << names.count) {
+            var fields = ExpenseFields()
+            for (bit, name) in names.enumerated() where mask & (1 << bit) != 0 {
+                fields[name] = "\(name) \"quoted\" \\ é\u{1}\n\(mask)"
+            }
+            let job = OutboxJob(seq: Int64(mask) * 7919, uuid: id, kind: .create, transactionID: TransactionID.derive(from: id),
+                                fields: fields, createdMilliseconds: 1_796_030_102_123 + Int64(mask))
+            var object = fields.jsonMembers
+            object["device_id"] = .string("device \"1\"")
+            object["device_seq"] = .integer(job.seq)
+            object["created_at_device"] = .string(Timestamp.format(milliseconds: job.createdMilliseconds))
+            let expected = String(decoding: JSONValue.object(object).serializedBytes(), as: UTF8.self)
+            #expect(String(decoding: SyncRequest.createBody(job, deviceID: "device \"1\""), as: UTF8.self) == expected)
+        }
+    }
+
     @Test func receiptEditDelete_haveTheirShapes() {
         let txn = TransactionID.derive(from: id)
         let receipt = SyncRequest.make(for: OutboxJob(seq: 2, uuid: id, kind: .receipt, transactionID: txn, receiptFile: "f.png", receiptKind: .png, receiptSize: 10), deviceID: "d")
