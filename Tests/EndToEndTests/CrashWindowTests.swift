@@ -154,6 +154,33 @@ import Testing
         }
     }
 
+    /// Killed with one create on the wire and the next handed to the HTTP
+    /// client, waiting for the connection (one connection, a server that
+    /// takes a second per request). After a restart both go again: the
+    /// one the server took is a replay (or, while the server still works
+    /// on it, answered "in progress" and retried), and each ends up once.
+    @Test func killedWithARequestWaitingInTheHTTPClient_converges() throws {
+        let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "1000"])
+        try sync.daemon.start()
+        let ids = try SyncTests.add(3, to: sync.daemon)
+        try waitUntil(timeout: 5, "the creates to be claimed") { try sync.daemon.request(["op": "status"])["result"]?["sending"] == 3 }
+        // Long enough for the first to reach the server, well within its second.
+        usleep(300_000)
+        sync.daemon.crash()
+        try waitUntil(timeout: 5, "the server to finish the create it was given") {
+            sync.accessLog().contains { $0.first == "POST" }
+        }
+        usleep(300_000)
+        #expect(sync.accessLog().filter { $0.first == "POST" }.count == 1, "the create waiting in the HTTP client never left")
+        try sync.daemon.start()
+        try sync.waitUntilDrained(timeout: 30)
+        #expect(sync.daemon.stop() == 0)
+        #expect(try sync.serverExpenses().map(\.transactionID).sorted() == ids.sorted(), "each exactly once on the server")
+        let rows = try sync.daemonRows()
+        #expect(rows.cache == ids.sorted(), "each exactly once in the cache")
+        #expect(rows.jobs == 0)
+    }
+
     @Test func crashAtRandomWhileDraining_converges() throws {
         let sync = try SyncHarness(serverArguments: ["--fault-delay-ms", "5"])
         try sync.daemon.start()
