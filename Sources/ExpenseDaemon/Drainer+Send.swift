@@ -29,36 +29,35 @@ extension Drainer {
     /// as needing attention, and the trip has no answer.
     func send(_ job: OutboxJob, answered: @escaping @Sendable (Sent) -> Void) {
         let request = SyncRequest.make(for: job, deviceID: store.deviceID)
-        guard case .receipt(let file, _, _) = request.body else {
-            start(job, request, digest: nil, answered: answered)
-            return
-        }
-        Task { [self] in
-            let path = store.receipts.filePath(file)
-            do {
-                let digest = try await digests.run { try Self.digest(of: path) }
-                start(job, request, digest: digest, answered: answered)
-            } catch {
-                logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
-                             messageID: .needsAttention)
-                try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
-                answered(Sent(result: nil, tokenGeneration: tokens.generation))
+        switch request.body {
+        case .none:
+            start(job, request, body: .none, answered: answered)
+        case .json(let bytes):
+            start(job, request, body: .bytes(bytes), answered: answered)
+        case .receipt(let file, let size, _):
+            Task { [self] in
+                let path = store.receipts.filePath(file)
+                do {
+                    let digest = try await digests.run { try Self.digest(of: path) }
+                    start(job, request, body: .file(path: path, size: size), digest: digest, answered: answered)
+                } catch {
+                    logger.error("Receipt file '\(file)' cannot be read: \(error)", transactionID: job.transactionID, jobUUID: job.uuid,
+                                 messageID: .needsAttention)
+                    try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(error)")
+                    answered(Sent(result: nil, tokenGeneration: tokens.generation))
+                }
             }
         }
     }
 
-    private func start(_ job: OutboxJob, _ request: SyncRequest, digest: String?, answered: @escaping @Sendable (Sent) -> Void) {
+    /// Hands the request over: `body` as the job's, and a receipt file's
+    /// `Repr-Digest`.
+    private func start(_ job: OutboxJob, _ request: SyncRequest, body: HTTPRequest.Body, digest: String? = nil,
+                       answered: @escaping @Sendable (Sent) -> Void) {
         var headers = request.headers
-        let body: HTTPRequest.Body
+        if let digest { headers.append(("Repr-Digest", "sha-256=:\(digest):")) }
         var total = configuration.requestTimeoutMilliseconds
-        switch request.body {
-        case .none:
-            body = .none
-        case .json(let bytes):
-            body = .bytes(bytes)
-        case .receipt(let file, let size, _):
-            headers.append(("Repr-Digest", "sha-256=:\(digest ?? ""):"))
-            body = .file(path: store.receipts.filePath(file), size: size)
+        if case .file(_, let size) = body {
             // A large receipt on a slow uplink needs longer than a small
             // request: 64 KiB/s more. The low-speed limit still ends a stall.
             total += size * 1000 / (64 * 1024)
