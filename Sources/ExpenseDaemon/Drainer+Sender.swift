@@ -185,7 +185,7 @@ extension Drainer {
                 Task { [self, drainer] in
                     // The token file is looked at here (at most once a
                     // second), not on the thread that hands requests over.
-                    _ = drainer.tokens.current()
+                    drainer.tokens.reloadIfDue()
                     do {
                         post(.claimed(try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds), afterChanges: seen))
                     } catch {

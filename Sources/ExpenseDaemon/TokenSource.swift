@@ -40,12 +40,19 @@ final class TokenSource: Sendable {
         }
     }
 
-    /// The current token, reading the file again when it changed; the file
-    /// is looked at no more than once a second here (a drain sends
-    /// thousands of requests a second), and always by ``reloadIfChanged()``.
+    /// The current token, reading the file again when it changed (see
+    /// ``reloadIfDue()``).
     /// - Returns: the token, or nil with why (never with the file's content),
     ///   and the generation of the file it came from.
     func current() -> (token: String?, problem: String?, generation: Int) {
+        reloadIfDue()
+        return state.withLock { ($0.token, $0.problem, $0.generation) }
+    }
+
+    /// Reads the file again when it changed, looking at it no more than
+    /// once a second (a drain sends thousands of requests a second);
+    /// ``reloadIfChanged()`` always looks.
+    func reloadIfDue() {
         let due = state.withLock { state -> Bool in
             // Read under the lock: the clock only moves forward for whoever holds it.
             let now = Clock.monotonicNanoseconds
@@ -54,7 +61,6 @@ final class TokenSource: Sendable {
             return true
         }
         if due { reloadIfChanged() }
-        return state.withLock { ($0.token, $0.problem, $0.generation) }
     }
 
     /// The token as last read, without looking at the file: for the thread
