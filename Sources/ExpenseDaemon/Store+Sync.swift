@@ -50,15 +50,21 @@ extension Store {
                 """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
             var expenses: Set<String> = []
             let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
-            // One statement for the batch (the counters' trigger still runs per row).
             try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq IN (SELECT value FROM json_each(?))",
-                           [.text("[" + chosen.map { String($0.seq) }.joined(separator: ",") + "]")])
+                           [Store.seqs(chosen)])
             return chosen.map { job in
                 var sent = job
                 sent.sends += 1
                 return sent
             }
         }
+    }
+
+    /// The jobs' sequence numbers as one value, a JSON array, for
+    /// `seq IN (SELECT value FROM json_each(?))`: one statement for a batch
+    /// (the counters' trigger still runs per row).
+    static func seqs(_ jobs: [OutboxJob]) -> SQLValue {
+        .text("[" + jobs.map { String($0.seq) }.joined(separator: ",") + "]")
     }
 
     /// Our own upload moved the expense from version n to n + 1. Edits
@@ -117,14 +123,12 @@ extension Store {
     private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
         let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
         let dropped = try await database.write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db in
-            for job in jobs {
-                try db.execute("""
-                    UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
-                        sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
-                    WHERE seq = ? AND state = 'sending'
-                    """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
-                          .bool(wasSent), .integer(job.seq)])
-            }
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
+                    sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
+                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'sending'
+                """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
+                      .bool(wasSent), Store.seqs(jobs)])
             return try unsentCreates.compactMap { job in
                 try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID).map { (job.transactionID, $0) }
             }

@@ -121,6 +121,25 @@ import Testing
         #expect(summary.queued == 0 && summary.sending == 1, "the counters follow the rows: \(summary)")
     }
 
+    @Test func claim_marksEveryJobOfTheBatchSending_andReleaseReturnsThemUnsent() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        for n in 1...5 {
+            _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: Int64(n))
+        }
+        let rows = { try await store.read { db in try db.query("SELECT state, sends FROM jobs ORDER BY seq") { "\($0.string(0)) \($0.int(1))" } } }
+        let jobs = try await store.claim(limit: 4, now: 10)
+        #expect(jobs.count == 4 && jobs.allSatisfy { $0.sends == 1 })
+        #expect(try await rows() == ["sending 1", "sending 1", "sending 1", "sending 1", "queued 0"], "stored as claimed, send counted")
+        #expect(try await store.claim(limit: 10, now: 10).map(\.seq) == [jobs.last!.seq + 1], "a claimed job is not claimed again")
+        var summary = try await store.summary()
+        #expect(summary.queued == 0 && summary.sending == 5)
+        try await store.release(jobs)
+        #expect(try await rows() == ["queued 0", "queued 0", "queued 0", "queued 0", "sending 1"], "back unsent, the send uncounted")
+        summary = try await store.summary()
+        #expect(summary.queued == 4 && summary.sending == 1, "the counters follow the rows: \(summary)")
+    }
+
     @Test func reconcile_requeuesSendingAndSweepsOnlyDaemonNamedOrphans() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
