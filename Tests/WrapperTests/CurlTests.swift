@@ -2,6 +2,7 @@ import Curl
 import Digest
 import ExpenseTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct CurlTests {
@@ -109,6 +110,29 @@ import Testing
             let body = try await client.send(HTTPRequest(method: "GET", url: server.baseURL + "/alone/\(i)")).get().body
             #expect(String(decoding: body, as: UTF8.self) == "/alone/\(i)")
         }
+    }
+
+    @Test func requestsHandedOverFromACompletion_goWithoutAWakeUp() throws {
+        // A completion runs on the client's thread, which wakes itself for
+        // nothing: the request it hands over must be taken before that
+        // thread sleeps (with nothing in flight, it would sleep for good).
+        let server = try LoopbackHTTPServer { request in .respond(status: 200, headers: [:], body: Array(request.path.utf8)) }
+        let client = HTTPClient(maxConnections: 1)
+        defer { client.shutdown() }
+        final class Chain: Sendable {
+            let done = Atomic<Int>(0), wrong = Atomic<Int>(0)
+        }
+        let chain = Chain()
+        @Sendable func send(_ i: Int) {
+            client.start(HTTPRequest(method: "GET", url: server.baseURL + "/\(i)")) { result in
+                if (try? result.get().body) != Array("/\(i)".utf8) { chain.wrong.add(1, ordering: .relaxed) }
+                chain.done.add(1, ordering: .relaxed)
+                if i < 29 { send(i + 1) }
+            }
+        }
+        send(0)
+        try waitUntil(timeout: 10, "thirty requests, each handed over by the last one's completion") { chain.done.load(ordering: .relaxed) == 30 }
+        #expect(chain.wrong.load(ordering: .relaxed) == 0)
     }
 
     @Test func tokenNeverAppearsInErrors() async throws {
