@@ -21,6 +21,7 @@ let package = Package(
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
         cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
         cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        cLibrary("CPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
         // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
         .target(name: "CShims"),
 
@@ -31,6 +32,7 @@ let package = Package(
         .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
         .target(name: "HTTPD", dependencies: ["CMicroHTTPD", "Posix"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "Postgres", dependencies: ["CPQ"]),
 
         // Domain: types, validation, protocol, policies. No I/O.
         .target(name: "ExpenseCore", dependencies: ["Digest"]),
@@ -53,10 +55,10 @@ let package = Package(
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres"], path: "Tests/ExpenseTestSupport"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
-        .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
+        .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
