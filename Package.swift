@@ -40,7 +40,16 @@ let package = Package(
         // Services and commands, as libraries.
         .target(name: "ExpenseDaemon", dependencies: ["ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
         .target(name: "ExpenseCtl", dependencies: ["ExpenseCore", "Posix"]),
-        .target(name: "ExpenseServer", dependencies: ["ExpenseCore", "Posix", "SQLite", "HTTPD", "Systemd", "Digest"]),
+        // The server, by concern: storage behind one seam (ServerStorage) with
+        // an engine per database; accounts; the HTTP API. Only the engines see
+        // a database library; the API sees neither an engine nor a database;
+        // ExpenseServer wires them from the command line.
+        .target(name: "ServerStorage", dependencies: ["ExpenseCore", "Digest", "Posix"]),
+        .target(name: "SQLiteStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "SQLite"]),
+        .target(name: "ServerAccounts", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix"]),
+        .target(name: "ServerAPI", dependencies: ["ServerStorage", "ServerAccounts", "ExpenseCore", "Digest", "Posix", "HTTPD", "Systemd"]),
+        .target(name: "ExpenseServer", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage",
+                                                     "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
@@ -60,7 +69,8 @@ let package = Package(
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix", "HTTPD"]),
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage",
+                                                           "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Posix
+import ServerAPI
 
 /// What the command line asks for.
 enum ServerInvocation: Equatable {

@@ -1,4 +1,5 @@
 import Posix
+import ServerAPI
 
 /// Everything `expense-server serve` is told (docs/server.md, "Options").
 struct ServeConfiguration: Sendable, Equatable {
@@ -17,4 +18,16 @@ struct ServeConfiguration: Sendable, Equatable {
     /// Hours idempotency records are kept; at least the contract's 24.
     var idempotencyRetentionHours = 48
     var faults = FaultInjector.Options()
+}
+
+extension ServeConfiguration {
+    /// What the HTTP layer is told.
+    var api: APISettings {
+        var settings = APISettings()
+        settings.receiptMaxBytes = receiptMaxBytes
+        settings.jsonMaxBytes = jsonMaxBytes
+        settings.requestTimeoutSeconds = requestTimeoutSeconds
+        settings.faults = faults
+        return settings
+    }
 }

@@ -1,6 +1,10 @@
 import ExpenseCore
 import HTTPD
 import Posix
+import ServerAccounts
+import ServerAPI
+import ServerStorage
+import SQLiteStorage
 import Systemd
 
 /// The `expense-server` command: parses its arguments and runs the
@@ -46,9 +50,9 @@ public enum ServerCommand {
         // Our parent's signal mask came with us through exec; the signals we
         // trap must get through (to this thread and every thread started later).
         CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
-        let store: ExpenseStore
+        let store: any ExpenseStorage
         do {
-            store = try ExpenseStore(directory: configuration.dataDirectory)
+            store = try SQLiteStore(directory: configuration.dataDirectory)
         } catch {
             log.log(.error, "Failed to open data directory '\(configuration.dataDirectory)': \(error)")
             return ExitStatus.failure.rawValue
@@ -64,7 +68,7 @@ public enum ServerCommand {
             log.log(.error, "Failed to listen on \(configuration.listen): \(error)")
             return ExitStatus.failure.rawValue
         }
-        let service = APIService(store: store, configuration: configuration, log: log)
+        let service = APIService(storage: store, accounts: Accounts(store), settings: configuration.api, log: log)
         var options = HTTPServer.Options()
         options.connectionLimit = configuration.maxConnections
         options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
@@ -122,7 +126,7 @@ public enum ServerCommand {
     /// Forgets expired idempotency records and removes receipt files a
     /// crash left unreferenced. Failures are logged and ignored: the next
     /// run tries again.
-    static func runMaintenance(_ store: ExpenseStore, configuration: ServeConfiguration, log: ServerLog) {
+    static func runMaintenance(_ store: any ExpenseStorage, configuration: ServeConfiguration, log: ServerLog) {
         do {
             let purged = try store.purgeIdempotencyRecords(retentionMilliseconds: Int64(configuration.idempotencyRetentionHours) * 3_600_000)
             if purged > 0 { log.log(.info, "forgot \(purged) idempotency records older than \(configuration.idempotencyRetentionHours) h") }
@@ -130,9 +134,7 @@ public enum ServerCommand {
             log.log(.warning, "Failed to purge idempotency records: \(error), ignoring")
         }
         do {
-            let referenced = try store.referencedReceiptFiles()
-            let removed = try store.receipts.sweep(referenced: referenced, graceNanoseconds: 600 * 1_000_000_000,
-                                                   now: Clock.wallMilliseconds * 1_000_000)
+            let removed = try store.removeLeftovers(graceNanoseconds: 600 * 1_000_000_000, now: Clock.wallMilliseconds * 1_000_000)
             for name in removed { log.log(.info, "removed unreferenced receipt file '\(name)'") }
         } catch {
             log.log(.warning, "Failed to sweep receipt files: \(error), ignoring")
@@ -143,8 +145,7 @@ public enum ServerCommand {
 
     static func addUser(_ name: String, directory: String) -> Int32 {
         do {
-            let store = try ExpenseStore(directory: directory)
-            let token = try store.addUser(named: name)
+            let token = try Accounts(try SQLiteStore(directory: directory)).add(named: name)
             StandardStreams.writeOutputLine(token)
             return ExitStatus.success.rawValue
         } catch let error as UserError {
@@ -158,8 +159,7 @@ public enum ServerCommand {
 
     static func listUsers(directory: String) -> Int32 {
         do {
-            let store = try ExpenseStore(directory: directory)
-            for user in try store.users() {
+            for user in try Accounts(try SQLiteStore(directory: directory)).list() {
                 StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
             }
             return ExitStatus.success.rawValue

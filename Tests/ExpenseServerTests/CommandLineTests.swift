@@ -2,6 +2,7 @@ import ExpenseTestSupport
 import Foundation
 import Testing
 @testable import ExpenseServer
+@testable import ServerAPI
 
 /// The executable's interface: subcommands, exit statuses, signals,
 /// socket activation.

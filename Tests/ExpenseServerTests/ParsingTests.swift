@@ -2,6 +2,7 @@ import ExpenseCore
 import Foundation
 import Testing
 @testable import ExpenseServer
+@testable import ServerAPI
 
 /// The server's parsers and policies, in process, without a socket.
 @Suite struct ParsingTests {

@@ -4,19 +4,21 @@ import Synchronization
 /// injection"). Every request but `/healthz` draws its decisions from one
 /// seeded generator, in arrival order, so a run with the same seed and the
 /// same sequence of requests injects the same faults.
-final class FaultInjector: Sendable {
-    struct Options: Sendable, Equatable {
+public final class FaultInjector: Sendable {
+    public struct Options: Sendable, Equatable {
         /// Probability of closing the connection before processing.
-        var dropRequest = 0.0
+        public var dropRequest = 0.0
         /// Probability of processing (committing) and then closing unanswered.
-        var dropResponse = 0.0
+        public var dropResponse = 0.0
         /// Probability of answering `503` with `Retry-After` without processing.
-        var errorRate = 0.0
+        public var errorRate = 0.0
         /// Delay before processing every request.
-        var delayMilliseconds = 0
-        var seed: UInt64 = 1
+        public var delayMilliseconds = 0
+        public var seed: UInt64 = 1
 
-        var isEnabled: Bool { dropRequest > 0 || dropResponse > 0 || errorRate > 0 || delayMilliseconds > 0 }
+        public init() {}
+
+        public var isEnabled: Bool { dropRequest > 0 || dropResponse > 0 || errorRate > 0 || delayMilliseconds > 0 }
     }
 
     /// What happens to one request.

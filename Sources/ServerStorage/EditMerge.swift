@@ -15,16 +15,16 @@ import ExpenseCore
 ///   cannot have seen it.
 ///
 /// The merged expense must pass the same validation as a create.
-enum EditMerge {
-    static let lastWriterWins: Set<String> = ["merchant", "amount", "date", "category", "comment"]
-    static let conflictGuarded: Set<String> = ["currency", "tax_tag"]
+public enum EditMerge {
+    public static let lastWriterWins: Set<String> = ["merchant", "amount", "date", "category", "comment"]
+    public static let conflictGuarded: Set<String> = ["currency", "tax_tag"]
 
-    struct Result: Equatable {
-        var fields: ExpenseFields
-        var conflicts: [String: ConflictValues]
+    public struct Result: Equatable, Sendable {
+        public var fields: ExpenseFields
+        public var conflicts: [String: ConflictValues]
     }
 
-    static func apply(_ request: PatchRequest, to expense: CanonicalExpense) throws(APIError) -> Result {
+    public static func apply(_ request: PatchRequest, to expense: CanonicalExpense) throws(StorageError) -> Result {
         let current = expense.fields
         var fields = current
         var conflicts = expense.conflicts

@@ -1,25 +1,28 @@
 import HTTPD
+import ServerAccounts
+import ServerStorage
 
 /// The API as an ``HTTPService``: shared state for every exchange.
-final class APIService: HTTPService {
-    let store: ExpenseStore
-    let configuration: ServeConfiguration
-    let inFlight = InFlightKeys()
+public final class APIService: HTTPService {
+    let storage: any ExpenseStorage
+    let accounts: Accounts
+    let settings: APISettings
     let faults: FaultInjector
     let log: ServerLog
 
-    init(store: ExpenseStore, configuration: ServeConfiguration, log: ServerLog) {
-        self.store = store
-        self.configuration = configuration
+    public init(storage: any ExpenseStorage, accounts: Accounts, settings: APISettings, log: ServerLog) {
+        self.storage = storage
+        self.accounts = accounts
+        self.settings = settings
         self.log = log
-        faults = FaultInjector(configuration.faults)
+        faults = FaultInjector(settings.faults)
     }
 
-    func makeExchange(for head: HTTPRequestHead) -> any HTTPExchange {
+    public func makeExchange(for head: HTTPRequestHead) -> any HTTPExchange {
         APIExchange(service: self, head: head)
     }
 
-    func requestAbandoned(target: String, termination: HTTPTermination, durationNanoseconds: UInt64) {
+    public func requestAbandoned(target: String, termination: HTTPTermination, durationNanoseconds: UInt64) {
         let reason = switch termination {
         case .timeout: "closed=timeout"
         case .clientGone: "closed=client-gone"
@@ -30,7 +33,7 @@ final class APIService: HTTPService {
                                durationNanoseconds: durationNanoseconds, transactionID: nil, replayed: false, note: reason))
     }
 
-    func libraryMessage(_ message: String) {
+    public func libraryMessage(_ message: String) {
         log.log(.warning, "libmicrohttpd: \(message)")
     }
 }

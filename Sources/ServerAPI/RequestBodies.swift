@@ -1,13 +1,9 @@
 import ExpenseCore
+import ServerStorage
 
-/// The body of `POST /v1/expenses`, checked (contract.md, "create").
-struct CreateRequest: Sendable {
-    var fields: ExpenseFields
-    var deviceID: String?
-    var deviceSequence: Int64?
-    var createdAtDevice: String?
-
-    /// Reads and validates a create body. Unknown members are ignored.
+extension CreateRequest {
+    /// Reads and validates a create body (contract.md, "create"). Unknown
+    /// members are ignored.
     /// - Throws: `400 invalid_field` naming the first bad field.
     init(_ members: [String: JSONValue]) throws(APIError) {
         let m = Members(members)
@@ -20,34 +16,30 @@ struct CreateRequest: Sendable {
         } catch {
             throw .invalidField(error.field, error.reason)
         }
-        self.fields = fields
-        deviceID = try m.optionalString("device_id")
+        let deviceID = try m.optionalString("device_id")
         if let deviceID {
             do { try Validation.checkText(deviceID, field: "device_id") } catch { throw .invalidField(error.field, error.reason) }
         }
-        deviceSequence = try m.optionalInteger("device_seq", in: 0...Int64(1) << 53)
-        createdAtDevice = try m.optionalString("created_at_device")
+        let deviceSequence = try m.optionalInteger("device_seq", in: 0...Int64(1) << 53)
+        let createdAtDevice = try m.optionalString("created_at_device")
         if let createdAtDevice, Timestamp.parse(createdAtDevice) == nil {
             throw .invalidField("created_at_device", "must be an RFC 3339 UTC timestamp like 2026-11-29T12:01:00Z")
         }
+        self.init(fields: fields, deviceID: deviceID, deviceSequence: deviceSequence, createdAtDevice: createdAtDevice)
     }
 }
 
-/// The body of `PATCH /v1/expenses/{id}` (contract.md, "edit").
-struct PatchRequest: Sendable {
-    let baseVersion: Int64
-    /// Field name → new value; `nil` clears the field.
-    let changes: [String: String?]
-
-    /// Reads and validates each field on its own; the merged expense is
-    /// checked again when the edit is applied.
+extension PatchRequest {
+    /// Reads and validates the body of `PATCH /v1/expenses/{id}`, each
+    /// field on its own; the merged expense is checked again when the edit
+    /// is applied.
     /// - Throws: `400 invalid_field` naming the first bad field.
     init(_ members: [String: JSONValue]) throws(APIError) {
         let m = Members(members)
         guard members["base_version"] != nil, !(members["base_version"]!.isNull) else {
             throw .invalidField("base_version", "required: the version the edit was made on")
         }
-        baseVersion = try m.optionalInteger("base_version", in: 1...Int64(1) << 53)!
+        let baseVersion = try m.optionalInteger("base_version", in: 1...Int64(1) << 53)!
         guard let set = members["set"] else {
             throw .invalidField("set", "required: an object of the fields to change")
         }
@@ -69,6 +61,6 @@ struct PatchRequest: Sendable {
         } catch {
             throw .invalidField("set.\(error.field)", error.reason)
         }
-        self.changes = changes
+        self.init(baseVersion: baseVersion, changes: changes)
     }
 }

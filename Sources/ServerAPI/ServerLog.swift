@@ -1,22 +1,23 @@
+import ExpenseCore
 import Posix
 import Systemd
 
 /// Where the server's lines go: standard error, or the journal with
 /// structured fields when standard error is connected to it (systemd sets
 /// `JOURNAL_STREAM`). Never the token, never a body.
-final class ServerLog: Sendable {
+public final class ServerLog: Sendable {
     private let toJournal: Bool
 
-    init(toJournal: Bool = Journal.isStderrConnected) {
+    public init(toJournal: Bool = Journal.isStderrConnected) {
         self.toJournal = toJournal
     }
 
-    enum Priority: Int, Sendable {
+    public enum Priority: Int, Sendable {
         case error = 3, warning = 4, notice = 5, info = 6
     }
 
     /// A line about the server itself: `expense-server: <message>`.
-    func log(_ priority: Priority, _ message: String) {
+    public func log(_ priority: Priority, _ message: String) {
         if toJournal {
             Journal.send([("MESSAGE", message), ("PRIORITY", String(priority.rawValue)),
                           ("SYSLOG_IDENTIFIER", "expense-server")])
@@ -44,7 +45,7 @@ final class ServerLog: Sendable {
 }
 
 /// What the access log records about one request.
-struct AccessEntry: Sendable {
+public struct AccessEntry: Sendable {
     var method: String
     var path: String
     /// The status sent; `nil` when no response went out (`000` in the line).
@@ -70,20 +71,8 @@ struct AccessEntry: Sendable {
         return text
     }
 
-    /// Client-controlled text made safe for one log line: bytes outside
-    /// printable ASCII (and `%`) become `%XX`, so nothing can forge a line.
-    static func printable(_ text: String, limit: Int) -> String {
-        if text.isEmpty { return "-" }
-        let digits = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        for byte in text.utf8 {
-            if out.count >= limit { out.append(contentsOf: "...".utf8); break }
-            if byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "%") {
-                out.append(byte)
-            } else {
-                out.append(contentsOf: [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+    /// Client-controlled text made safe for one log line (``LogText``).
+    public static func printable(_ text: String, limit: Int) -> String {
+        LogText.printable(text, limit: limit)
     }
 }

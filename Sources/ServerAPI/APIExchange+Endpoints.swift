@@ -2,6 +2,7 @@ import Digest
 import ExpenseCore
 import HTTPD
 import Posix
+import ServerStorage
 
 /// The endpoints of contract.md. Each `begin…` checks what can be checked
 /// from the headers (answering early when something is wrong), then sets
@@ -9,7 +10,7 @@ import Posix
 extension APIExchange {
     // MARK: POST /v1/expenses
 
-    func beginCreate(user: Int64) throws(APIError) {
+    func beginCreate(user: Int64) throws {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         transactionID = TransactionID.derive(from: key)
         let json = try expectJSONBody()
@@ -19,7 +20,7 @@ extension APIExchange {
             let request = try CreateRequest(members)
             let operation = IdempotentOperation(user: user, key: key, method: "POST", path: target.path,
                                       bodyDigest: SHA256.hash(JSONBody.canonical(members)))
-            let outcome = try service.store.create(operation, request)
+            let outcome = try service.storage.create(operation, request)
             var response = respond(outcome)
             response.headers.append(HTTPHeader("Location", "/v1/expenses/\(outcome.expense.transactionID)"))
             return response
@@ -41,14 +42,14 @@ extension APIExchange {
             limit = value
         }
         completion = { [unowned self] in
-            let page = try service.store.changes(user: user, after: cursor, limit: limit)
+            let page = try service.storage.changes(user: user, after: cursor.sequence, limit: limit)
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("expenses")
             writer.beginArray()
             for expense in page.expenses { expense.write(to: &writer) }
             writer.endArray()
-            writer.member("next_cursor", page.next.text)
+            writer.member("next_cursor", ListCursor(sequence: page.next).text)
             writer.member("has_more", page.hasMore)
             writer.endObject()
             return HTTPResponse(status: 200, headers: [jsonContentType], body: .bytes(writer.bytes))
@@ -60,14 +61,14 @@ extension APIExchange {
     func beginRead(user: Int64, id: String) throws(APIError) {
         let transactionID = try expenseID(id)
         completion = { [unowned self] in
-            guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+            guard let stored = try service.storage.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
             return HTTPResponse(status: 200, headers: [jsonContentType], body: .bytes(stored.expense.jsonBytes))
         }
     }
 
     // MARK: PATCH /v1/expenses/{id}
 
-    func beginEdit(user: Int64, id: String) throws(APIError) {
+    func beginEdit(user: Int64, id: String) throws {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         let transactionID = try expenseID(id)
         let json = try expectJSONBody()
@@ -77,20 +78,20 @@ extension APIExchange {
             let request = try PatchRequest(members)
             let operation = IdempotentOperation(user: user, key: key, method: "PATCH", path: target.path,
                                       bodyDigest: SHA256.hash(JSONBody.canonical(members)))
-            return respond(try service.store.edit(operation, transactionID: transactionID, request))
+            return respond(try service.storage.edit(operation, transactionID: transactionID, request))
         }
     }
 
     // MARK: DELETE /v1/expenses/{id}
 
-    func beginDelete(user: Int64, id: String) throws(APIError) {
+    func beginDelete(user: Int64, id: String) throws {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         let transactionID = try expenseID(id)
         try claim(user: user, key: key)
         completion = { [unowned self] in
             // A DELETE's body means nothing; the fingerprint is method and path.
             let operation = IdempotentOperation(user: user, key: key, method: "DELETE", path: target.path, bodyDigest: SHA256.hash([]))
-            return respond(try service.store.delete(operation, transactionID: transactionID))
+            return respond(try service.storage.delete(operation, transactionID: transactionID))
         }
     }
 
@@ -106,38 +107,23 @@ extension APIExchange {
         // A chunked body's size is unknown until it has arrived; the limit
         // must be enforceable from the headers.
         guard let length = head.contentLength, head.value(of: "Transfer-Encoding") == nil else { throw APIError.lengthRequired }
-        let limit = service.configuration.receiptMaxBytes
+        let limit = service.settings.receiptMaxBytes
         guard length <= limit else { throw APIError.payloadTooLarge(limit: limit, what: "the receipt") }
         let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
         // 404 and 410 before a single byte is read: the client drops or
         // defers the job without sending megabytes for nothing. A key seen
         // before goes on to the replay check, whatever became of the expense.
-        if try !service.store.hasIdempotencyRecord(user: user, key: key) {
-            guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
+        if try !service.storage.hasIdempotencyRecord(user: user, key: key) {
+            guard let stored = try service.storage.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
             guard !stored.expense.deleted else { throw APIError.expenseDeleted }
         }
         try claim(user: user, key: key)
-        let upload = ReceiptUpload(kind: kind, claimedDigest: digest, announcedLength: length, files: service.store.receipts)
+        let upload = ReceiptUpload(kind: kind, claimedDigest: digest, announcedLength: length, staging: service.storage.staging)
         receiver = .receipt(upload)
         completion = { [unowned self] in
-            let receipt = try upload.finish(transactionID: transactionID)
-            let files = service.store.receipts
+            let staged = try upload.finish()
             let operation = IdempotentOperation(user: user, key: key, method: "PUT", path: target.path, bodyDigest: digest)
-            let attachment: ExpenseStore.ReceiptAttachment
-            do {
-                attachment = try service.store.attachReceipt(operation, transactionID: transactionID, receipt)
-            } catch {
-                // Not committed: nothing points at the new file.
-                try? files.remove(receipt.file)
-                throw error
-            }
-            if attachment.outcome.isReplay { try? files.remove(receipt.file) }
-            if let replaced = attachment.replacedFile {
-                do { try files.remove(replaced) } catch {
-                    service.log.log(.warning, "Failed to remove replaced receipt of \(transactionID): \(error), ignoring")
-                }
-            }
-            return respond(attachment.outcome)
+            return respond(try service.storage.attachReceipt(operation, transactionID: transactionID, staged))
         }
     }
 
@@ -146,24 +132,12 @@ extension APIExchange {
     func beginDownload(user: Int64, id: String) throws(APIError) {
         let transactionID = try expenseID(id)
         completion = { [unowned self] in
-            // A replacement may remove the old file between reading the row
-            // and opening it: read again once.
-            for attempt in 0..<2 {
-                guard let stored = try service.store.expense(transactionID, user: user) else { throw APIError.expenseNotFound }
-                guard !stored.expense.deleted else { throw APIError.expenseDeleted }
-                guard let receipt = stored.receipt else { throw APIError.receiptNotFound }
-                do {
-                    let file = try service.store.receipts.open(receipt.file)
-                    return HTTPResponse(status: 200, headers: [
-                        HTTPHeader("Content-Type", receipt.contentType),
-                        HTTPHeader("Repr-Digest", ReprDigest.format(Array(hexBytes: receipt.sha256))),
-                        HTTPHeader("Cache-Control", "private, no-store"),
-                    ], body: .file(file, size: receipt.size))
-                } catch let error as SystemCallError where error.isNotFound && attempt == 0 {
-                    continue
-                }
-            }
-            throw APIError.receiptNotFound
+            let receipt = try service.storage.receipt(of: transactionID, user: user)
+            return HTTPResponse(status: 200, headers: [
+                HTTPHeader("Content-Type", receipt.contentType),
+                HTTPHeader("Repr-Digest", ReprDigest.format(Array(hexBytes: receipt.sha256))),
+                HTTPHeader("Cache-Control", "private, no-store"),
+            ], body: .file(receipt.file, size: receipt.size))
         }
     }
 
@@ -193,7 +167,7 @@ extension APIExchange {
                 }
             }
         }
-        let limit = service.configuration.jsonMaxBytes
+        let limit = service.settings.jsonMaxBytes
         if let length = head.contentLength, length > Int64(limit) {
             throw .payloadTooLarge(limit: Int64(limit), what: "the request body")
         }

@@ -1,6 +1,7 @@
 import Digest
 import ExpenseCore
 import Posix
+import ServerStorage
 
 /// Collects a JSON body up to a limit. Past the limit nothing more is kept
 /// (the request ends in `413`); a client that keeps sending far past it is
@@ -25,15 +26,15 @@ final class JSONReceiver {
     }
 }
 
-/// Streams a receipt upload to a temporary file while hashing it: the
-/// magic number is checked before the first byte reaches the disk, and
-/// nothing is ever held in memory beyond one chunk.
+/// Streams a receipt upload to a file of the storage's ``UploadStaging``
+/// while hashing it: the magic number is checked before the first byte
+/// reaches the disk, and nothing is ever held in memory beyond one chunk.
 final class ReceiptUpload {
     let kind: ReceiptKind
     let claimedDigest: [UInt8]
     /// `Content-Length`, already checked against the limit.
     let announcedLength: Int64
-    private let files: ReceiptFiles
+    private let staging: UploadStaging
     private var hasher: SHA256? = SHA256()
     /// Leading bytes held until there are enough to check the magic number.
     private var leading: [UInt8] = []
@@ -44,11 +45,11 @@ final class ReceiptUpload {
     /// Set once the upload cannot succeed; the rest of the body is discarded.
     private(set) var failure: Error?
 
-    init(kind: ReceiptKind, claimedDigest: [UInt8], announcedLength: Int64, files: ReceiptFiles) {
+    init(kind: ReceiptKind, claimedDigest: [UInt8], announcedLength: Int64, staging: UploadStaging) {
         self.kind = kind
         self.claimedDigest = claimedDigest
         self.announcedLength = announcedLength
-        self.files = files
+        self.staging = staging
     }
 
     deinit { discard() }
@@ -72,11 +73,11 @@ final class ReceiptUpload {
         return true
     }
 
-    /// The body is complete: checks what is left to check and makes the
-    /// bytes durable under `receipts/`.
+    /// The body is complete: checks what is left to check and hands the
+    /// file over (the storage keeps or removes it from then on).
     /// - Throws: `415` for bytes that are not `kind`, `400 digest_mismatch`,
     ///   or the error that stopped writing.
-    func finish(transactionID: String) throws -> StoredReceipt {
+    func finish() throws -> StagedReceipt {
         if failure == nil && !isVerified { verifyAndWriteLeading() }
         if let failure { discard(); throw failure }
         guard let digest = hasher.take()?.finalize(), digest == claimedDigest else {
@@ -84,10 +85,9 @@ final class ReceiptUpload {
             throw APIError.digestMismatch
         }
         guard let file, let temporaryPath else { throw APIError.internalError }
-        let name = try files.keep(file, at: temporaryPath, transactionID: transactionID, kind: kind)
         self.file = nil
         self.temporaryPath = nil
-        return StoredReceipt(file: name, contentType: kind.contentType, sha256: Hex.encode(digest), size: received)
+        return StagedReceipt(file: file, path: temporaryPath, kind: kind, sha256: Hex.encode(digest), size: received)
     }
 
     /// Removes the temporary file, if any.
@@ -113,13 +113,13 @@ final class ReceiptUpload {
     private func write(_ bytes: UnsafeRawBufferPointer) {
         do {
             if file == nil {
-                let (fd, path) = try files.makeTemporary()
+                let (fd, path) = try staging.makeFile()
                 file = fd
                 temporaryPath = path
             }
             try file!.writeAll(bytes)
         } catch {
-            failure = error
+            failure = StorageError(.unavailable, "the upload could not be written", cause: error)
             discard()
         }
     }

@@ -1,7 +1,7 @@
 import ExpenseCore
 import HTTPD
 import Posix
-import SQLite
+import ServerStorage
 
 /// One request through the API: fault injection, authentication, routing,
 /// then the endpoint's own steps (``APIExchange+Endpoints``). Runs on the
@@ -20,7 +20,7 @@ final class APIExchange: HTTPExchange {
     private var note: String?
     private var intendedStatus: Int?
 
-    /// The key this request holds in ``InFlightKeys`` until it is answered.
+    /// The key this request holds as in progress until it is answered.
     private var claim: (user: Int64, key: String)?
     /// What receives the body, if the endpoint reads one.
     var receiver: Receiver?
@@ -64,7 +64,7 @@ final class APIExchange: HTTPExchange {
     }
 
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if Clock.monotonicNanoseconds - startNanoseconds > UInt64(service.configuration.requestTimeoutSeconds) * 1_000_000_000 {
+        if Clock.monotonicNanoseconds - startNanoseconds > UInt64(service.settings.requestTimeoutSeconds) * 1_000_000_000 {
             note = "closed=request-timeout"
             return false
         }
@@ -82,7 +82,7 @@ final class APIExchange: HTTPExchange {
         case nil:
             // A body nobody asked for (a DELETE with one, say) is ignored,
             // up to the JSON limit.
-            let json = JSONReceiver(limit: service.configuration.jsonMaxBytes)
+            let json = JSONReceiver(limit: service.settings.jsonMaxBytes)
             receiver = .json(json)
             return json.receive(bytes)
         }
@@ -166,7 +166,7 @@ final class APIExchange: HTTPExchange {
         }
         let token = parts[1].trimmingCharacters(" \t")
         guard Self.isToken68(token) else { throw APIError.unauthorized("the bearer token is malformed") }
-        guard let user = try service.store.user(forToken: String(token)) else { throw APIError.unauthorized("the bearer token is not valid") }
+        guard let user = try service.accounts.user(forToken: String(token)) else { throw APIError.unauthorized("the bearer token is not valid") }
         return user
     }
 
@@ -186,15 +186,17 @@ final class APIExchange: HTTPExchange {
         return true
     }
 
-    /// Marks `key` as in progress for this request.
-    /// - Throws: `409 request_in_progress` while another request holds it.
-    func claim(user: Int64, key: String) throws(APIError) {
-        guard service.inFlight.claim(user: user, key: key) else { throw .requestInProgress }
+    /// Marks `key` as in progress for this request, for every server
+    /// process on the database.
+    /// - Throws: `409 request_in_progress` while another request holds it;
+    ///   the storage's error when it cannot tell.
+    func claim(user: Int64, key: String) throws {
+        guard try service.storage.claim(user: user, key: key) else { throw APIError.requestInProgress }
         claim = (user, key)
     }
 
     private func releaseClaim() {
-        if let claim { service.inFlight.release(user: claim.user, key: claim.key) }
+        if let claim { service.storage.release(user: claim.user, key: claim.key) }
         claim = nil
     }
 
@@ -208,16 +210,15 @@ final class APIExchange: HTTPExchange {
         return .respond(response)
     }
 
-    /// The answer for an error: its own for an ``APIError``; `503` for the
-    /// storage being busy, full or failing; `500` for anything else. The
-    /// detail of those is logged, never sent.
+    /// The answer for an error: its own for an ``APIError``, the
+    /// contract's for a storage answer (``APIError/init(_:)``); `503` for
+    /// the storage being busy, full, unreachable or failing; `500` for
+    /// anything else. The detail of those is logged, never sent.
     private func response(for error: Error) -> HTTPResponse {
         if let api = error as? APIError { return api.response }
+        if let storage = error as? StorageError, let api = APIError(storage) { return api.response }
         service.log.log(.error, "Failed to process \(AccessEntry.printable(head.method, limit: 32)) \(AccessEntry.printable(target.path, limit: 200))\(transactionID.map { " (\($0))" } ?? ""): \(error)")
-        if let sqlite = error as? SQLiteError, sqlite.isBusy || sqlite.isIOFailure {
-            return APIError.storageUnavailable.response
-        }
-        if error is SystemCallError { return APIError.storageUnavailable.response }
+        if let storage = error as? StorageError, storage.code == .unavailable { return APIError.storageUnavailable.response }
         return APIError.internalError.response
     }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// touching the database. Only hits are kept, for `lifetime`: a token
 /// removed from the database stops working within that time; an unknown
 /// token is looked up every time.
-final class TokenCache: Sendable {
+public final class TokenCache: Sendable {
     private let entries = Mutex<[String: Entry]>([:])
     private let lifetimeNanoseconds: UInt64
     /// Entries kept at most; the cache is emptied when it would grow past.
@@ -16,12 +16,12 @@ final class TokenCache: Sendable {
         let expires: UInt64
     }
 
-    init(lifetimeSeconds: UInt64 = 60) {
+    public init(lifetimeSeconds: UInt64 = 60) {
         lifetimeNanoseconds = lifetimeSeconds * 1_000_000_000
     }
 
     /// The user of the token whose SHA-256 (hex) is `hash`, when looked up recently.
-    func user(forHash hash: String) -> Int64? {
+    public func user(forHash hash: String) -> Int64? {
         let now = Clock.monotonicNanoseconds
         return entries.withLock { entries in
             guard let entry = entries[hash] else { return nil }
@@ -33,7 +33,7 @@ final class TokenCache: Sendable {
         }
     }
 
-    func remember(hash: String, user: Int64) {
+    public func remember(hash: String, user: Int64) {
         let expires = Clock.monotonicNanoseconds + lifetimeNanoseconds
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }

@@ -1,9 +1,9 @@
 import ExpenseCore
 import HTTPD
+import ServerStorage
 
 /// An error answer (contract.md, "General"): a status, a snake_case code,
 /// a message for people, and the field concerned when there is one.
-/// Thrown out of a store write, it also rolls that write back.
 struct APIError: Error, Sendable, CustomStringConvertible {
     let status: Int
     let code: String
@@ -20,6 +20,20 @@ struct APIError: Error, Sendable, CustomStringConvertible {
     }
 
     var description: String { "\(status) \(code): \(message)" }
+
+    /// The contract's answer for what storage said, or `nil` when storage
+    /// failed (``StorageError/Code/unavailable``, ``StorageError/Code/failed``):
+    /// those are logged and answered `503` or `500`.
+    init?(_ error: StorageError) {
+        switch error.code {
+        case .idempotencyKeyReused: self = .idempotencyKeyReused
+        case .expenseNotFound: self = .expenseNotFound
+        case .expenseDeleted: self = .expenseDeleted
+        case .receiptNotFound: self = .receiptNotFound
+        case .invalidField: self = .invalidField(error.field ?? "-", error.message)
+        default: return nil
+        }
+    }
 
     /// The response that carries this error.
     var response: HTTPResponse {
