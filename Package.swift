@@ -46,9 +46,10 @@ let package = Package(
         // ExpenseServer wires them from the command line.
         .target(name: "ServerStorage", dependencies: ["ExpenseCore", "Digest", "Posix"]),
         .target(name: "SQLiteStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "SQLite"]),
+        .target(name: "PostgresStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "Postgres"]),
         .target(name: "ServerAccounts", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix"]),
         .target(name: "ServerAPI", dependencies: ["ServerStorage", "ServerAccounts", "ExpenseCore", "Digest", "Posix", "HTTPD", "Systemd"]),
-        .target(name: "ExpenseServer", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage",
+        .target(name: "ExpenseServer", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                      "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
         // Thin executables.
@@ -64,12 +65,12 @@ let package = Package(
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage",
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],

@@ -5,8 +5,9 @@ import ServerAPI
 enum ServerInvocation: Equatable {
     case help
     case serve(ServeConfiguration)
-    case userAdd(name: String, dataDirectory: String)
-    case userList(dataDirectory: String)
+    case userAdd(name: String, storage: StorageLocation)
+    case userList(storage: StorageLocation)
+    case migrate(storage: StorageLocation)
 }
 
 /// A command line that cannot be run: exit status 64 (`EX_USAGE`).
@@ -19,7 +20,7 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 /// parsing and `--help` (``ServerHelp``).
 enum CommandLineParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> ServerInvocation {
-        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve or user") }
+        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user or migrate") }
         if arguments.contains("--help") || arguments.contains("-h") || command == "help" { return .help }
         switch command {
         case "serve":
@@ -27,28 +28,35 @@ enum CommandLineParser {
         case "user":
             let rest = Array(arguments.dropFirst())
             guard let action = rest.first else { throw UsageError("missing user subcommand; expected add or list") }
-            var options = try Options(Array(rest.dropFirst()), known: ["--data-dir"])
-            guard let directory = options.values["--data-dir"] else { throw UsageError("--data-dir is required") }
+            var options = try Options(Array(rest.dropFirst()), known: storageOptions)
+            let storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
             switch action {
             case "add":
                 guard options.positional.count == 1, let name = options.positional.first else {
                     throw UsageError("user add takes exactly one NAME")
                 }
                 options.positional = []
-                return .userAdd(name: name, dataDirectory: directory)
+                return .userAdd(name: name, storage: storage)
             case "list":
                 guard options.positional.isEmpty else { throw UsageError("user list takes no arguments") }
-                return .userList(dataDirectory: directory)
+                return .userList(storage: storage)
             default:
                 throw UsageError("unknown user subcommand '\(AccessEntry.printable(action, limit: 64))'; expected add or list")
             }
+        case "migrate":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions)
+            guard options.positional.isEmpty else { throw UsageError("migrate takes no arguments") }
+            return .migrate(storage: try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"]))
         default:
-            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve or user")
+            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve, user or migrate")
         }
     }
 
+    /// Where the data is: every subcommand takes these.
+    static let storageOptions: Set<String> = ["--data-dir", "--database"]
+
     static let serveOptions = [
-        "--listen", "--data-dir", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
+        "--listen", "--data-dir", "--database", "--database-pool", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
         "--connection-timeout", "--request-timeout", "--idempotency-retention-hours",
         "--fault-drop-request", "--fault-drop-response", "--fault-error-rate", "--fault-delay-ms", "--fault-seed",
     ]
@@ -59,8 +67,9 @@ enum CommandLineParser {
             throw UsageError("serve takes no arguments, got '\(AccessEntry.printable(options.positional[0], limit: 64))'")
         }
         var c = ServeConfiguration()
-        guard let directory = options.values["--data-dir"], !directory.isEmpty else { throw UsageError("--data-dir is required") }
-        c.dataDirectory = directory
+        c.storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
+        c.dataDirectory = options.values["--data-dir"] ?? ""
+        c.databasePoolSize = Int(try options.integer("--database-pool", in: 1...1000) ?? Int64(c.databasePoolSize))
         if let text = options.values["--listen"] {
             guard let address = SocketAddress(parsing: text) else {
                 throw UsageError("--listen must be HOST:PORT with a numeric address, like 127.0.0.1:8080 or [::1]:8080")

@@ -5,6 +5,10 @@ import ServerAPI
 struct ServeConfiguration: Sendable, Equatable {
     var listen = SocketAddress(family: .ipv4, host: "127.0.0.1", port: 8080)
     var dataDirectory = ""
+    /// Where the data is (`--data-dir`, `--database`).
+    var storage = StorageLocation.sqlite(dataDirectory: "", databasePath: nil)
+    /// Connections to PostgreSQL per process (`--database-pool`).
+    var databasePoolSize = 16
     /// Largest receipt accepted, enforced from `Content-Length` before any byte is read.
     var receiptMaxBytes: Int64 = 25 << 20
     /// Largest JSON body accepted.

@@ -27,10 +27,12 @@ public enum ServerCommand {
             return ExitStatus.success.rawValue
         case .serve(let configuration):
             return serve(configuration)
-        case .userAdd(let name, let directory):
-            return addUser(name, directory: directory)
-        case .userList(let directory):
-            return listUsers(directory: directory)
+        case .userAdd(let name, let storage):
+            return addUser(name, storage: storage)
+        case .userList(let storage):
+            return listUsers(storage: storage)
+        case .migrate(let storage):
+            return migrate(storage)
         }
     }
 
@@ -52,10 +54,13 @@ public enum ServerCommand {
         CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
         let store: any ExpenseStorage
         do {
-            store = try SQLiteStore(directory: configuration.dataDirectory)
+            store = try configuration.storage.open(poolSize: configuration.databasePoolSize)
         } catch {
-            log.log(.error, "Failed to open data directory '\(configuration.dataDirectory)': \(error)")
+            log.log(.error, "Failed to open \(configuration.storage): \(error)")
             return ExitStatus.failure.rawValue
+        }
+        if case .postgres = configuration.storage {
+            log.log(.notice, "storing in PostgreSQL, up to \(configuration.databasePoolSize) connections")
         }
         runMaintenance(store, configuration: configuration, log: log)
 
@@ -141,30 +146,42 @@ public enum ServerCommand {
         }
     }
 
-    // MARK: user
+    // MARK: user, migrate
 
-    static func addUser(_ name: String, directory: String) -> Int32 {
+    static func addUser(_ name: String, storage: StorageLocation) -> Int32 {
         do {
-            let token = try Accounts(try SQLiteStore(directory: directory)).add(named: name)
+            let token = try Accounts(try storage.open(poolSize: 1)).add(named: name)
             StandardStreams.writeOutputLine(token)
             return ExitStatus.success.rawValue
         } catch let error as UserError {
             StandardStreams.writeErrorLine("expense-server: \(error)")
             return ExitStatus.failure.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to add user in '\(directory)': \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to add user in \(storage): \(error)")
             return ExitStatus.failure.rawValue
         }
     }
 
-    static func listUsers(directory: String) -> Int32 {
+    static func listUsers(storage: StorageLocation) -> Int32 {
         do {
-            for user in try Accounts(try SQLiteStore(directory: directory)).list() {
+            for user in try Accounts(try storage.open(poolSize: 1)).list() {
                 StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
             }
             return ExitStatus.success.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to list users in '\(directory)': \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to list users in \(storage): \(error)")
+            return ExitStatus.failure.rawValue
+        }
+    }
+
+    /// Opening migrates; this says to which version.
+    static func migrate(_ storage: StorageLocation) -> Int32 {
+        do {
+            let versions = try storage.open(poolSize: 1).schemaVersions()
+            StandardStreams.writeOutputLine("schema version \(versions.database)")
+            return ExitStatus.success.rawValue
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to migrate \(storage): \(error)")
             return ExitStatus.failure.rawValue
         }
     }

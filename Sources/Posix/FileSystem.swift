@@ -51,6 +51,21 @@ public enum FileSystem {
         throw SystemCallError(call: "unlink", errno: code, subject: path)
     }
 
+    /// A new directory `base/prefixXXXXXX` (mode 0700) with a unique name.
+    /// Wraps `mkdtemp(3)`.
+    public static func makeTemporaryDirectory(in base: String, prefix: String) throws(SystemCallError) -> String {
+        var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { Glibc.mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw SystemCallError(call: "mkdtemp", errno: errno, subject: base) }
+        return String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
+    }
+
+    /// Wraps `rmdir(2)`; a missing directory is not an error.
+    public static func removeDirectory(_ path: String) throws(SystemCallError) {
+        if Glibc.rmdir(path) == 0 || errno == ENOENT { return }
+        throw SystemCallError(call: "rmdir", errno: errno, subject: path)
+    }
+
     /// Wraps `chmod(2)`.
     public static func setMode(_ path: String, _ mode: UInt32) throws(SystemCallError) {
         try retrying("chmod", path) { Glibc.chmod(path, mode) }

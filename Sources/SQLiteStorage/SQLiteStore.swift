@@ -69,6 +69,10 @@ public final class SQLiteStore: ExpenseStorage {
 
     // MARK: Upkeep
 
+    public func schemaVersions() throws -> (database: Int, known: Int) {
+        (try read { try $0.schemaVersion() }, Schema.migrations.map(\.version).max() ?? 0)
+    }
+
     public func purgeIdempotencyRecords(retentionMilliseconds: Int64) throws -> Int {
         let cutoff = ExpenseRules.now().milliseconds - retentionMilliseconds
         return try write { db in

@@ -41,6 +41,9 @@ public protocol ExpenseStorage: UserDirectory {
     /// Where uploads are written while they arrive.
     var staging: UploadStaging { get }
 
+    /// The schema version of the database, and the latest this program knows.
+    func schemaVersions() throws -> (database: Int, known: Int)
+
     /// Forgets idempotency records older than `retentionMilliseconds`.
     /// - Returns: how many were removed.
     func purgeIdempotencyRecords(retentionMilliseconds: Int64) throws -> Int

@@ -7,14 +7,19 @@ import Testing
 @Suite struct AccessLogTests {
     static var pattern: Regex<(Substring, method: Substring, path: Substring, status: Substring, ms: Substring, id: Substring, replayed: Substring, Substring?)> { #/^(?<method>\S+) (?<path>\S+) (?<status>\d{3}) (?<ms>\d+\.\d)ms (?<id>cp-[0-9a-f]{22}|-) replayed=(?<replayed>true|false)( \S+=\S+)?$/# }
 
-    @Test func eachRequest_logsOneLineInTheDocumentedFormat() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func eachRequest_logsOneLineInTheDocumentedFormat(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"
-        _ = try server.create(key: key)
-        _ = try server.create(key: key)
-        _ = try server.get("/v1/expenses?limit=5")
-        _ = try server.get("/healthz", auth: .none)
-        _ = try server.get("/nowhere", auth: .none)
+        // One connection: its thread writes each line before it reads the
+        // next request (lines of separate connections may come in any order).
+        let connection = try server.connect()
+        let create = [("Content-Type", "application/json"), ("Idempotency-Key", "\"\(key)\"")]
+        _ = try server.request(on: connection, "POST", "/v1/expenses", headers: create, body: Array(TestServer.lunch.utf8))
+        _ = try server.request(on: connection, "POST", "/v1/expenses", headers: create, body: Array(TestServer.lunch.utf8))
+        _ = try server.request(on: connection, "GET", "/v1/expenses?limit=5")
+        _ = try server.request(on: connection, "GET", "/healthz", auth: .none)
+        _ = try server.request(on: connection, "GET", "/nowhere", auth: .none)
         try waitUntil(timeout: 10, "five access lines") { server.process.accessLog.count >= 5 }
         let lines = server.process.accessLog
         #expect(lines.count == 5)
@@ -31,8 +36,9 @@ import Testing
         #expect(lines[4].hasPrefix("GET /nowhere 401 "))
     }
 
-    @Test func theLog_neverHoldsTheTokenOrTheBody() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func theLog_neverHoldsTheTokenOrTheBody(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try #require(try server.create(key: TestServer.key(), #"{"merchant": "Secret Merchant 4711", "comment": "private note"}"#).transactionID)
         _ = try server.putReceipt(id, key: TestServer.key(), bytes: Array("%PDF-secret-receipt-bytes".utf8), contentType: "application/pdf")
         _ = try server.get("/v1/expenses", auth: .token("esk_wrong-token-value"))
@@ -45,8 +51,9 @@ import Testing
         }
     }
 
-    @Test func hostileMethodsAndPaths_cannotForgeLogLines() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func hostileMethodsAndPaths_cannotForgeLogLines(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let connection = try server.connect()
         try connection.send("GET /v1/expenses\u{7f}%0aPOST HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = try connection.readResponse()

@@ -75,9 +75,8 @@ import Testing
         #expect(!bad.stderr.contains("\nplease"))
     }
 
-    @Test(arguments: [SIGTERM, SIGINT])
-    func signal_stopsGracefullyWithExit0(_ signal: Int32) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, [SIGTERM, SIGINT]) func signal_stopsGracefullyWithExit0(_ engine: StorageEngine, _ signal: Int32) throws {
+        let server = try TestServer(engine)
         #expect(try server.create(key: TestServer.key()).status == 201)
         server.process.child.signal(signal)
         #expect(server.process.child.waitForExit(timeout: 20) == 0)
@@ -86,14 +85,16 @@ import Testing
         #expect(log.hasSuffix("expense-server: stopped\n"))
     }
 
-    @Test func listeningLine_isExactlyAsDocumented() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func listeningLine_isExactlyAsDocumented(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let lines = server.process.child.standardError.split(separator: "\n")
         #expect(lines.contains("expense-server: listening on 127.0.0.1:\(server.port)"))
     }
 
-    @Test func portInUse_exits1WithTheReason() throws {
-        let first = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func portInUse_exits1WithTheReason(_ engine: StorageEngine) throws {
+        let first = try TestServer(engine)
         let directory = TemporaryDirectory()
         let result = try runCommand(binary, ["serve", "--listen", "127.0.0.1:\(first.port)", "--data-dir", directory.at("data")])
         #expect(result.status == 1)

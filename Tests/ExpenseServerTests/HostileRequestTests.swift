@@ -146,9 +146,10 @@ import Testing
         Case(name: "HTTP/3.0 version", request: raw("GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n"), expected: .httpLayer([505])),
     ]
 
-    @Test func eachHostileRequest_getsTheRightAnswer_andTheServerStaysHealthy() throws {
+    @Test(arguments: StorageEngine.allCases)
+    func eachHostileRequest_getsTheRightAnswer_andTheServerStaysHealthy(_ engine: StorageEngine) throws {
         #expect(Self.cases.count >= 30)
-        let server = try TestServer(["--connection-timeout", "5"])
+        let server = try TestServer(engine, ["--connection-timeout", "5"])
         let id = try #require(try server.create(key: TestServer.key()).transactionID)
         let before = try server.scalar("SELECT count(*) FROM expenses")
         for hostile in Self.cases {
@@ -179,14 +180,15 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == before)
         #expect(try server.scalar("SELECT version FROM expenses") == 1)
         #expect(try server.scalar("SELECT count(*) FROM idempotency_keys") == 1)
-        #expect(server.files(in: "tmp").isEmpty)
-        #expect(server.files(in: "receipts").isEmpty)
+        #expect(server.stagedUploads.isEmpty)
+        #expect(try server.storedReceiptCount() == 0)
         // The token never reached the log.
         #expect(!server.process.child.standardError.contains(server.token))
     }
 
-    @Test func silentClient_isDisconnectedAfterTheConnectionTimeout() throws {
-        let server = try TestServer(["--connection-timeout", "1"])
+    @Test(arguments: StorageEngine.allCases)
+    func silentClient_isDisconnectedAfterTheConnectionTimeout(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--connection-timeout", "1"])
         let idle = try server.connect()
         let partial = try server.connect()
         try partial.send("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthor")
@@ -197,8 +199,9 @@ import Testing
         #expect(server.isHealthy)
     }
 
-    @Test func slowBody_isCutOffAtTheRequestTimeout() throws {
-        let server = try TestServer(["--request-timeout", "1", "--connection-timeout", "5"])
+    @Test(arguments: StorageEngine.allCases)
+    func slowBody_isCutOffAtTheRequestTimeout(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--request-timeout", "1", "--connection-timeout", "5"])
         let connection = try server.connect()
         let body = Array(TestServer.lunch.utf8)
         try connection.send(HTTPConnection.encode("POST", "/v1/expenses", headers: [
@@ -218,8 +221,9 @@ import Testing
         #expect(server.isHealthy)
     }
 
-    @Test func connectionsOverTheLimit_areClosed_andServiceResumes() throws {
-        let server = try TestServer(["--max-connections", "4"])
+    @Test(arguments: StorageEngine.allCases)
+    func connectionsOverTheLimit_areClosed_andServiceResumes(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--max-connections", "4"])
         let held = try (0..<4).map { _ in try server.connect() }
         for connection in held { try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") }
         for connection in held { #expect(try connection.readResponse().status == 200) }

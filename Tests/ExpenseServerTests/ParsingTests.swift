@@ -151,7 +151,7 @@ import Testing
         #expect(c.faults.seed == 7)
         #expect(c.connectionTimeoutSeconds == 5)
         #expect(c.requestTimeoutSeconds == 300)
-        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", dataDirectory: "/d"))
+        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--data-dir", "/d", "--data-dir", "/e"]) }
     }
 }

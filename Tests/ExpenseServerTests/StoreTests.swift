@@ -3,28 +3,40 @@ import ExpenseCore
 import ExpenseTestSupport
 import Foundation
 import Testing
+import PostgresStorage
 @testable import ServerAccounts
 @testable import ServerAPI
 import ServerStorage
 @testable import SQLiteStorage
 
-/// The store in process, on a real SQLite file in a temporary directory.
+/// The store in process, on a real SQLite file in a temporary directory,
+/// and on a real PostgreSQL database of the tests' own cluster.
 @Suite struct StoreTests {
     private func operation(_ user: Int64, _ key: String, body: String = "{}") -> IdempotentOperation {
         IdempotentOperation(user: user, key: key, method: "POST", path: "/v1/expenses", bodyDigest: SHA256.hash(Array(body.utf8)))
     }
 
-    private func makeStore() throws -> (any ExpenseStorage, Accounts, TemporaryDirectory, alice: Int64, bob: Int64) {
+    /// A store on `engine` in `directory`, and the view of its data from outside.
+    static func open(_ engine: StorageEngine, in directory: TemporaryDirectory) throws -> (any ExpenseStorage, StorageFixture) {
+        let fixture = try StorageFixture(engine, dataDirectory: directory.at("data"))
+        guard let url = fixture.database else { return (try SQLiteStore(directory: fixture.dataDirectory), fixture) }
+        var options = PostgresStore.Options()
+        options.stagingDirectory = "\(fixture.dataDirectory)/tmp"
+        return (try PostgresStore(url: url, options: options), fixture)
+    }
+
+    private func makeStore(_ engine: StorageEngine) throws -> (any ExpenseStorage, Accounts, TemporaryDirectory, alice: Int64, bob: Int64) {
         let directory = TemporaryDirectory()
-        let store = try SQLiteStore(directory: directory.at("data"))
+        let store = try Self.open(engine, in: directory).0
         let accounts = Accounts(store)
         let alice = try #require(try accounts.user(forToken: try accounts.add(named: "alice")))
         let bob = try #require(try accounts.user(forToken: try accounts.add(named: "bob")))
         return (store, accounts, directory, alice, bob)
     }
 
-    @Test func afterIdempotencyRecordsExpire_aCreateRetryStillReplaysThroughTheUniqueID() throws {
-        let (store, _, _, alice, bob) = try makeStore()
+    @Test(arguments: StorageEngine.allCases)
+    func afterIdempotencyRecordsExpire_aCreateRetryStillReplaysThroughTheUniqueID(_ engine: StorageEngine) throws {
+        let (store, _, _, alice, bob) = try makeStore(engine)
         let key = ClientID.make()
         let request = try CreateRequest(["merchant": "A"])
         guard case .created(let created) = try store.create(operation(alice, key), request) else { Issue.record("not created"); return }
@@ -37,14 +49,16 @@ import ServerStorage
         #expect(throws: StorageError.self) { try store.create(operation(bob, key), request) }
     }
 
-    @Test func purge_keepsRecordsYoungerThanTheRetention() throws {
-        let (store, _, _, alice, _) = try makeStore()
+    @Test(arguments: StorageEngine.allCases)
+    func purge_keepsRecordsYoungerThanTheRetention(_ engine: StorageEngine) throws {
+        let (store, _, _, alice, _) = try makeStore(engine)
         _ = try store.create(operation(alice, ClientID.make()), try CreateRequest([:]))
         #expect(try store.purgeIdempotencyRecords(retentionMilliseconds: 24 * 3_600_000) == 0)
     }
 
-    @Test func users_tokensAreDistinctAndOnlyTheirHashIsKept() throws {
-        let (_, accounts, directory, alice, bob) = try makeStore()
+    @Test(arguments: StorageEngine.allCases)
+    func users_tokensAreDistinctAndOnlyTheirHashIsKept(_ engine: StorageEngine) throws {
+        let (_, accounts, directory, alice, bob) = try makeStore(engine)
         #expect(alice != bob)
         #expect(try accounts.user(forToken: "esk_nobody") == nil)
         #expect(throws: UserError.self) { try accounts.add(named: "alice") }
