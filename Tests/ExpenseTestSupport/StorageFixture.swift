@@ -27,6 +27,13 @@ public struct StorageFixture: Sendable {
         database = engine == .postgres ? try PostgresCluster.shared.makeDatabase() : nil
     }
 
+    /// A place for a server's data in an existing PostgreSQL database.
+    public init(postgres database: String, dataDirectory: String) {
+        engine = .postgres
+        self.dataDirectory = dataDirectory
+        self.database = database
+    }
+
     /// `--data-dir` and `--database`, for any subcommand.
     public var arguments: [String] {
         ["--data-dir", dataDirectory] + (database.map { ["--database", $0] } ?? [])
@@ -56,6 +63,23 @@ public struct StorageFixture: Sendable {
             guard let bytes = FileManager.default.contents(atPath: "\(folder)/\(name)") else { throw TestFailure("cannot read \(name)") }
             return Hex.encode(SHA256.hash(Array(bytes)))
         }.sorted()
+    }
+
+    /// The SHA-256 (hex) of each expense's receipt as stored, by transaction id.
+    public func receiptDigestsByTransaction() throws -> [String: String] {
+        if let database {
+            let rows = try Postgres.Connection(database).query("""
+                SELECT e.transaction_id, encode(sha256(string_agg(c.bytes, ''::bytea ORDER BY c.seq)), 'hex')
+                FROM expenses e JOIN receipt_chunks c ON c.receipt_id = e.receipt_id GROUP BY e.transaction_id
+                """) { ($0.string(0), $0.string(1)) }
+            return Dictionary(uniqueKeysWithValues: rows)
+        }
+        let db = try SQLite.Connection(path: "\(dataDirectory)/expense-server.db")
+        let rows = try db.query("SELECT transaction_id, receipt_file FROM expenses WHERE receipt_file IS NOT NULL") { ($0.string(0), $0.string(1)) }
+        return try Dictionary(uniqueKeysWithValues: rows.map { id, file in
+            guard let bytes = FileManager.default.contents(atPath: "\(dataDirectory)/receipts/\(file)") else { throw TestFailure("cannot read \(file)") }
+            return (id, Hex.encode(SHA256.hash(Array(bytes))))
+        })
     }
 
     /// Uploads still in the staging folder (`tmp/`), for either engine.
