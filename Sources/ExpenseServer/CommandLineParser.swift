@@ -8,6 +8,7 @@ enum ServerInvocation: Equatable {
     case userAdd(name: String, storage: StorageLocation)
     case userList(storage: StorageLocation)
     case migrate(storage: StorageLocation)
+    case backup(destination: String, storage: StorageLocation)
 }
 
 /// A command line that cannot be run: exit status 64 (`EX_USAGE`).
@@ -20,7 +21,7 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 /// parsing and `--help` (``ServerHelp``).
 enum CommandLineParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> ServerInvocation {
-        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user or migrate") }
+        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user, migrate or backup") }
         if arguments.contains("--help") || arguments.contains("-h") || command == "help" { return .help }
         switch command {
         case "serve":
@@ -47,8 +48,18 @@ enum CommandLineParser {
             let options = try Options(Array(arguments.dropFirst()), known: storageOptions)
             guard options.positional.isEmpty else { throw UsageError("migrate takes no arguments") }
             return .migrate(storage: try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"]))
+        case "backup":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions)
+            guard options.positional.count == 1, let destination = options.positional.first, !destination.isEmpty else {
+                throw UsageError("backup takes exactly one DEST, a folder to create")
+            }
+            let storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
+            guard case .sqlite = storage else {
+                throw UsageError("backup copies SQLite data; back up a PostgreSQL database with pg_dump (docs/server.md, \"Backups\")")
+            }
+            return .backup(destination: destination, storage: storage)
         default:
-            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve, user or migrate")
+            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve, user, migrate or backup")
         }
     }
 

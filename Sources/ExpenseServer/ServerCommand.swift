@@ -33,6 +33,8 @@ public enum ServerCommand {
             return listUsers(storage: storage)
         case .migrate(let storage):
             return migrate(storage)
+        case .backup(let destination, let storage):
+            return backup(storage, to: destination)
         }
     }
 
@@ -182,6 +184,19 @@ public enum ServerCommand {
             return ExitStatus.success.rawValue
         } catch {
             StandardStreams.writeErrorLine("expense-server: Failed to migrate \(storage): \(error)")
+            return ExitStatus.failure.rawValue
+        }
+    }
+
+    /// A copy of SQLite data that a server can serve from (``SQLiteStore/backup(to:)``).
+    static func backup(_ storage: StorageLocation, to destination: String) -> Int32 {
+        do {
+            guard let store = try storage.open() as? SQLiteStore else { return ExitStatus.usage.rawValue }
+            let summary = try store.backup(to: destination)
+            StandardStreams.writeOutputLine("backed up \(summary.expenses) expenses and \(summary.receipts) receipts to \(destination)")
+            return ExitStatus.success.rawValue
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to back up \(storage) to '\(destination)': \(error)")
             return ExitStatus.failure.rawValue
         }
     }

@@ -9,12 +9,15 @@ enum ServerHelp {
                expense-server user add NAME (--data-dir DIR | --database URL)
                expense-server user list (--data-dir DIR | --database URL)
                expense-server migrate (--data-dir DIR | --database URL)
+               expense-server backup DEST --data-dir DIR
 
         SUBCOMMANDS:
           serve                   Serve the API until SIGTERM or SIGINT.
           user add NAME           Create a user and print its bearer token (once; only a hash is kept).
           user list               Print each user's name and creation time.
           migrate                 Create or migrate the schema and print its version (serve does it too).
+          backup DEST             Copy SQLite data, while the server runs, into DEST: a new data directory
+                                  to serve from. (For PostgreSQL use pg_dump.)
 
         STORAGE (every subcommand):
           --data-dir DIR          Where the SQLite database and receipts live (created if missing); with

@@ -5,11 +5,11 @@ import Glibc
 /// Path-level file system calls. Durable writes go through
 /// ``writeDurably(_:to:in:)``: temporary name, `fsync`, `rename`, directory `fsync`.
 public enum FileSystem {
-    /// Wraps `mkdir(2)`; an existing directory is not an error.
-    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) {
+    /// Wraps `mkdir(2)`; an existing directory is not an error unless `mustBeNew`.
+    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700, mustBeNew: Bool = false) throws(SystemCallError) {
         if Glibc.mkdir(path, mode) == 0 { return }
         let code = errno
-        if code == EEXIST, (try? status(path).kind) == .directory { return }
+        if code == EEXIST, !mustBeNew, (try? status(path).kind) == .directory { return }
         throw SystemCallError(call: "mkdir", errno: code, subject: path)
     }
 
@@ -64,6 +64,12 @@ public enum FileSystem {
     public static func removeDirectory(_ path: String) throws(SystemCallError) {
         if Glibc.rmdir(path) == 0 || errno == ENOENT { return }
         throw SystemCallError(call: "rmdir", errno: errno, subject: path)
+    }
+
+    /// A second name for the file at `existing` (a hard link): the file
+    /// lives while either name does. Wraps `link(2)`.
+    public static func link(_ existing: String, to new: String) throws(SystemCallError) {
+        try retrying("link", new) { Glibc.link(existing, new) }
     }
 
     /// Wraps `chmod(2)`.

@@ -22,6 +22,9 @@ import Testing
         ["migrate"],
         ["migrate", "now", "--data-dir", "/tmp/x"],
         ["migrate", "--data-dir", "/tmp/x", "--listen", "127.0.0.1:1"],
+        ["backup", "--data-dir", "/tmp/x"],
+        ["backup", "/tmp/b1", "/tmp/b2", "--data-dir", "/tmp/x"],
+        ["backup", "/tmp/b", "--database", "postgresql:///expenses?host=/tmp"],
     ])
     func unusableDatabaseOption_exits64_andNeverShowsAPassword(_ arguments: [String]) throws {
         let result = try runCommand(binary, arguments)
