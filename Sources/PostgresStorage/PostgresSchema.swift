@@ -7,6 +7,10 @@ enum PostgresSchema {
     /// The advisory lock migrations take (any constant the server's other
     /// locks, hashes of idempotency keys, are unlikely to meet).
     static let migrationLock: Int64 = 0x6578_7065_6e73_6501
+    /// The first key of the two-key advisory locks that number a user's
+    /// changes (the second is the user's id). Two-key locks are a key space
+    /// apart from the one-key locks of migrations and claims.
+    static let changeLockSpace: Int32 = 0x4558_5045
 
     static let migrations: [Migration] = [
         Migration(version: 1, sql: """
@@ -15,11 +19,7 @@ enum PostgresSchema {
                 name text NOT NULL UNIQUE,
                 -- SHA-256 (hex) of the bearer token; the token itself is never stored.
                 token_hash text NOT NULL UNIQUE,
-                created_at text NOT NULL,
-                -- The user's last position in the change feed. A write takes
-                -- the next one as its last statement, and the row lock it holds
-                -- until COMMIT numbers one user's changes in commit order.
-                last_change bigint NOT NULL DEFAULT 0
+                created_at text NOT NULL
             );
             -- Receipt bytes, in chunks of at most 256 KiB, written in the
             -- transaction that points an expense at them.
@@ -53,7 +53,8 @@ enum PostgresSchema {
                 deleted boolean NOT NULL DEFAULT false,
                 -- JSON: field -> {"server": ..., "client": ...}
                 conflicts text NOT NULL DEFAULT '{}',
-                -- Position in the user's change feed (GET /v1/expenses?since=).
+                -- Position in the user's change feed (GET /v1/expenses?since=),
+                -- one past the user's last, under the user's advisory lock.
                 change_seq bigint NOT NULL,
                 UNIQUE (user_id, change_seq)
             );
