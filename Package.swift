@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
-        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
+        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
         .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),

@@ -13,6 +13,7 @@ public final class ServerCluster: @unchecked Sendable {
     public private(set) var processes: [ServerProcess?]
     public private(set) var balancer: LoadBalancer!
     private let arguments: [String]
+    private let executable: String
     private let checkIntervalMilliseconds: Int
 
     /// Starts `count` processes with `arguments`, then HAProxy (unless
@@ -20,6 +21,7 @@ public final class ServerCluster: @unchecked Sendable {
     /// - Parameter database: the URL of a database to use (the tests'
     ///   shared cluster gets a new one when `nil`).
     public init(processes count: Int = 3, database: String? = nil, arguments: [String] = [],
+                executable: String = BuiltProducts.path("expense-server"),
                 startBalancer: Bool = true, checkIntervalMilliseconds: Int = 500) throws {
         if let database {
             storage = StorageFixture(postgres: database, dataDirectory: directory.at("staging"))
@@ -27,10 +29,11 @@ public final class ServerCluster: @unchecked Sendable {
             storage = try StorageFixture(.postgres, dataDirectory: directory.at("staging"))
         }
         self.arguments = arguments
+        self.executable = executable
         self.checkIntervalMilliseconds = checkIntervalMilliseconds
         ports = try (0..<count).map { _ in try ServerProcess.unusedPort() }
         balancerPort = try ServerProcess.unusedPort()
-        token = try ServerProcess.addUser("alice", dataDirectory: directory.at("staging-0"), database: storage.database)
+        token = try ServerProcess.addUser("alice", dataDirectory: directory.at("staging-0"), database: storage.database, executable: executable)
         processes = Array(repeating: nil, count: count)
         for index in 0..<count { try start(index) }
         if startBalancer { try self.startBalancer() }
@@ -50,7 +53,8 @@ public final class ServerCluster: @unchecked Sendable {
     /// Starts process `index` on its port (again).
     public func start(_ index: Int) throws {
         processes[index] = try ServerProcess(dataDirectory: directory.at("staging-\(index)"), database: storage.database,
-                                             arguments: arguments, outputDirectory: directory.path, token: token, port: ports[index])
+                                             arguments: arguments, executable: executable, outputDirectory: directory.path,
+                                             token: token, port: ports[index])
     }
 
     /// `kill -9` of process `index`.
