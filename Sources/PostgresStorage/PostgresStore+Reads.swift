@@ -20,8 +20,7 @@ extension PostgresStore {
                 (ExpenseColumns.decode(row).expense, row.int64(ExpenseColumns.count))
             }
         }
-        let page = rows.prefix(limit)
-        return ChangePage(expenses: page.map(\.0), next: page.last?.1 ?? after, hasMore: rows.count > limit)
+        return ChangePage(rows: rows, limit: limit, after: after)
     }
 
     /// The chunks are copied, as they arrive, into a file of the staging

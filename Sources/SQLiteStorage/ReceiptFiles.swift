@@ -44,17 +44,9 @@ struct ReceiptFiles: Sendable {
     /// another server process.
     /// - Returns: the names removed, as `receipts/NAME`.
     func sweep(referenced: Set<String>, graceNanoseconds: Int64, now: Int64) throws(SystemCallError) -> [String] {
-        var removed: [String] = []
-        for name in try FileSystem.contents(of: directory) {
-            // Only names this server gives: cp-<22 hex>-<16 hex>.<ext>.
-            guard let text = name.string, text.hasPrefix("cp-"), !referenced.contains(text) else { continue }
-            let path = "\(directory)/\(text)"
-            if let st = try? FileSystem.status(path, followLinks: false), st.kind == .regular,
-               now - st.modifiedNanoseconds > graceNanoseconds {
-                try FileSystem.remove(path)
-                removed.append("receipts/\(text)")
-            }
+        // Only names this server gives: cp-<22 hex>-<16 hex>.<ext>.
+        try UploadStaging.removeOldFiles(in: directory, label: "receipts", graceNanoseconds: graceNanoseconds, now: now) {
+            $0.hasPrefix("cp-") && !referenced.contains($0)
         }
-        return removed
     }
 }

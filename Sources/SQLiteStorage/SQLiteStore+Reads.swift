@@ -19,8 +19,7 @@ extension SQLiteStore {
                 (ExpenseColumns.decode(row).expense, row.int64(ExpenseColumns.count))
             }
         }
-        let page = rows.prefix(limit)
-        return ChangePage(expenses: page.map(\.0), next: page.last?.1 ?? after, hasMore: rows.count > limit)
+        return ChangePage(rows: rows, limit: limit, after: after)
     }
 
     public func receipt(of transactionID: String, user: Int64) throws -> ReceiptContent {

@@ -48,6 +48,13 @@ public struct ChangePage: Sendable {
         self.next = next
         self.hasMore = hasMore
     }
+
+    /// The page of at most `limit` of `rows` (expenses with their
+    /// positions, read with `LIMIT limit + 1` to tell whether more follow).
+    public init(rows: [(expense: CanonicalExpense, position: Int64)], limit: Int, after: Int64) {
+        let page = rows.prefix(limit)
+        self.init(expenses: page.map(\.expense), next: page.last?.position ?? after, hasMore: rows.count > limit)
+    }
 }
 
 /// A receipt's bytes, ready to be sent: an open file of `size` bytes

@@ -35,14 +35,24 @@ public struct UploadStaging: Sendable {
     /// Removes uploads a crash left behind, once older than `graceNanoseconds`.
     /// - Returns: the names removed, as `tmp/NAME`.
     public func sweep(graceNanoseconds: Int64, now: Int64) throws(SystemCallError) -> [String] {
+        try Self.removeOldFiles(in: directory, label: "tmp", graceNanoseconds: graceNanoseconds, now: now) { $0.hasSuffix(".part") }
+    }
+
+    /// Removes the regular files of `directory` whose names `matches`
+    /// accepts, once not modified for `graceNanoseconds` (a younger one may
+    /// belong to a request or commit still under way, in this or another
+    /// server process).
+    /// - Returns: the names removed, as `label/NAME`.
+    public static func removeOldFiles(in directory: String, label: String, graceNanoseconds: Int64, now: Int64,
+                                      where matches: (String) -> Bool) throws(SystemCallError) -> [String] {
         var removed: [String] = []
         for name in try FileSystem.contents(of: directory) {
-            guard let text = name.string, text.hasSuffix(".part") else { continue }
+            guard let text = name.string, matches(text) else { continue }
             let path = "\(directory)/\(text)"
             if let st = try? FileSystem.status(path, followLinks: false), st.kind == .regular,
                now - st.modifiedNanoseconds > graceNanoseconds {
                 try FileSystem.remove(path)
-                removed.append("tmp/\(text)")
+                removed.append("\(label)/\(text)")
             }
         }
         return removed

@@ -18,30 +18,19 @@ import Testing
     /// another answer. Returns the final answers and how many were 409s.
     private func burst(_ cluster: ServerCluster, count: Int = 5, _ method: String, _ path: String,
                        headers: [(String, String)], body: [UInt8]?) throws -> (answers: [HTTPMessage], conflicts: Int) {
-        let connections = try (0..<count).map { _ in try cluster.balancer.connect() }
-        let answers = Mutex<[Result<HTTPMessage, Error>]>([])
+        let connections = try (0..<count).map { _ in UncheckedBox(try cluster.balancer.connect()) }
         let conflicts = Atomic<Int>(0)
-        let gate = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for connection in connections {
-            done.enter()
-            let box = UncheckedBox(connection)
-            Thread {
-                gate.wait()
-                var result = Result { try cluster.request(method, path, headers: headers, body: body, on: box.value) }
-                while case .success(let answer) = result, answer.status == 409 {
-                    #expect(answer.errorCode == "request_in_progress")
-                    conflicts.add(1, ordering: .relaxed)
-                    usleep(20_000)
-                    result = Result { try cluster.request(method, path, headers: headers, body: body) }
-                }
-                answers.withLock { $0.append(result) }
-                done.leave()
-            }.start()
+        let answers = together(count) { index in
+            var answer = try cluster.request(method, path, headers: headers, body: body, on: connections[index].value)
+            while answer.status == 409 {
+                #expect(answer.errorCode == "request_in_progress")
+                conflicts.add(1, ordering: .relaxed)
+                usleep(20_000)
+                answer = try cluster.request(method, path, headers: headers, body: body)
+            }
+            return answer
         }
-        for _ in connections { gate.signal() }
-        #expect(done.wait(timeout: .now() + 120) == .success)
-        return (try answers.withLock { $0 }.map { try $0.get() }, conflicts.load(ordering: .relaxed))
+        return (try answers.map { try $0.get() }, conflicts.load(ordering: .relaxed))
     }
 
     /// Exactly one answer applied (`applied`), every other a replay with the

@@ -32,25 +32,6 @@ import ServerStorage
         IdempotentOperation(user: user, key: key, method: method, path: path, bodyDigest: SHA256.hash(Array(body.utf8)))
     }
 
-    /// Runs `body` on `count` threads released together; returns each result.
-    private func together<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) -> [Result<T, Error>] {
-        let results = Mutex<[Result<T, Error>]>([])
-        let gate = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for index in 0..<count {
-            done.enter()
-            Thread {
-                gate.wait()
-                let result = Result { try body(index) }
-                results.withLock { $0.append(result) }
-                done.leave()
-            }.start()
-        }
-        for _ in 0..<count { gate.signal() }
-        done.wait()
-        return results.withLock { $0 }
-    }
-
     @Test(arguments: StorageEngine.allCases)
     func racingCreatesWithOneKey_makeOneExpense_andEveryOtherAnswerReplaysIt(_ engine: StorageEngine) throws {
         let setup = try Setup(engine)

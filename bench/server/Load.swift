@@ -27,6 +27,13 @@ struct Measurement {
 /// it sent, or nil when the answer was wrong.
 func run(clients: Int, seconds: Double, port: UInt16,
          step: @escaping @Sendable (HTTPConnection, Int, Int) throws -> (bytes: Int, nanoseconds: UInt64)?) -> Measurement {
+    run(clients: clients, seconds: seconds, connect: { try HTTPConnection(port: port) }, step: step)
+}
+
+/// Runs `clients` threads, each with a connection of its own from
+/// `connect` (made again after a failed step), for `seconds`.
+func run<Connection>(clients: Int, seconds: Double, connect: @escaping @Sendable () throws -> Connection,
+                     step: @escaping @Sendable (Connection, Int, Int) throws -> (bytes: Int, nanoseconds: UInt64)?) -> Measurement {
     let total = Mutex(Measurement())
     let start = DispatchTime.now().uptimeNanoseconds
     let deadline = start + UInt64(seconds * 1e9)
@@ -37,7 +44,7 @@ func run(clients: Int, seconds: Double, port: UInt16,
             var local = Measurement()
             local.latencies.reserveCapacity(100_000)
             do {
-                var connection = try HTTPConnection(port: port)
+                var connection = try connect()
                 var sequence = 0
                 while DispatchTime.now().uptimeNanoseconds < deadline {
                     sequence += 1
@@ -51,7 +58,7 @@ func run(clients: Int, seconds: Double, port: UInt16,
                         }
                     } catch {
                         local.failures += 1
-                        connection = try HTTPConnection(port: port)
+                        connection = try connect()
                     }
                 }
             } catch {
@@ -74,7 +81,7 @@ func run(clients: Int, seconds: Double, port: UInt16,
     return result
 }
 
-func timed(_ body: () throws -> HTTPMessage) rethrows -> (HTTPMessage, UInt64) {
+func timed<T>(_ body: () throws -> T) rethrows -> (T, UInt64) {
     let t0 = DispatchTime.now().uptimeNanoseconds
     let message = try body()
     return (message, DispatchTime.now().uptimeNanoseconds - t0)

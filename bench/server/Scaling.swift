@@ -19,7 +19,7 @@ struct Scaling {
         clients = settings.scalingClients
     }
 
-    func run() throws {
+    func report() throws {
         print("expense-server on PostgreSQL and SQLite: \(clients) clients, one user each, \(settings.seconds) s per row")
         print("server: \(settings.server)")
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; \(Self.load())")
@@ -117,36 +117,10 @@ struct Scaling {
         let url = try cluster.makeDatabase()
         try Connection(url).execute("CREATE TABLE bench_commit (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)")
         let body = String(decoding: createBody, as: UTF8.self)
-        let total = Mutex(Measurement())
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(settings.seconds * 1e9)
-        let start = DispatchTime.now().uptimeNanoseconds
-        let done = DispatchGroup()
-        for _ in 0..<connections {
-            done.enter()
-            Thread {
-                defer { done.leave() }
-                var local = Measurement()
-                guard let db = try? Connection(url) else { local.failures += 1; return }
-                while DispatchTime.now().uptimeNanoseconds < deadline {
-                    let t0 = DispatchTime.now().uptimeNanoseconds
-                    if (try? db.execute("INSERT INTO bench_commit (body) VALUES ($1)", [.text(body)])) == 1 {
-                        local.requests += 1
-                        local.latencies.append(DispatchTime.now().uptimeNanoseconds - t0)
-                    } else {
-                        local.failures += 1
-                    }
-                }
-                total.withLock {
-                    $0.requests += local.requests
-                    $0.failures += local.failures
-                    $0.latencies += local.latencies
-                }
-            }.start()
+        return run(clients: connections, seconds: settings.seconds, connect: { try Connection(url) }) { db, _, _ in
+            let (changed, ns) = try timed { try db.execute("INSERT INTO bench_commit (body) VALUES ($1)", [.text(body)]) }
+            return changed == 1 ? (createBody.count, ns) : nil
         }
-        done.wait()
-        var result = total.withLock { $0 }
-        result.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return result
     }
 
     /// pg_test_fsync's `fdatasync` line for one 8 kB write: the rate of

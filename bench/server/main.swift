@@ -49,7 +49,7 @@ guard FileManager.default.isExecutableFile(atPath: settings.server) else {
     exit(1)
 }
 if settings.postgres {
-    try Scaling(settings).run()
+    try Scaling(settings).report()
     exit(0)
 }
 let scratch = TemporaryDirectory(prefix: "bench-server")
