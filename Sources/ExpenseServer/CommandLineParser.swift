@@ -48,7 +48,7 @@ enum CommandLineParser {
 
     static let serveOptions = [
         "--listen", "--data-dir", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
-        "--connection-timeout", "--request-timeout", "--idempotency-retention-hours",
+        "--connection-timeout", "--header-timeout", "--request-timeout", "--idempotency-retention-hours",
         "--fault-drop-request", "--fault-drop-response", "--fault-error-rate", "--fault-delay-ms", "--fault-seed",
     ]
 
@@ -70,6 +70,7 @@ enum CommandLineParser {
         c.maxConnections = Int(try options.integer("--max-connections", in: 1...100_000) ?? Int64(c.maxConnections))
         c.maxConnectionsPerAddress = Int(try options.integer("--max-connections-per-ip", in: 0...100_000) ?? Int64(c.maxConnectionsPerAddress))
         c.connectionTimeoutSeconds = Int(try options.integer("--connection-timeout", in: 1...86_400) ?? Int64(c.connectionTimeoutSeconds))
+        c.headerTimeoutSeconds = Int(try options.integer("--header-timeout", in: 1...3_600) ?? Int64(c.headerTimeoutSeconds))
         c.requestTimeoutSeconds = Int(try options.integer("--request-timeout", in: 1...86_400) ?? Int64(c.requestTimeoutSeconds))
         c.idempotencyRetentionHours = Int(try options.integer("--idempotency-retention-hours", in: 24...87_600) ?? Int64(c.idempotencyRetentionHours))
         c.faults.dropRequest = try options.probability("--fault-drop-request") ?? 0

@@ -69,6 +69,7 @@ public enum ServerCommand {
         options.connectionLimit = configuration.maxConnections
         options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
         options.idleTimeoutSeconds = configuration.connectionTimeoutSeconds
+        options.headTimeoutSeconds = configuration.headerTimeoutSeconds
         options.isIPv6 = address.family == .ipv6
         let server: HTTPServer
         do {

@@ -88,6 +88,15 @@ public enum HTTPTermination: Sendable, Equatable {
     case error
     /// The client was idle longer than the connection timeout.
     case timeout
+    /// The request head was not complete within the head timeout.
+    case headTimeout
+    /// The connection was still waiting for its request head when the
+    /// connection limit was reached, and had waited longest: it was closed
+    /// to make room for a new one.
+    case evicted
+    /// The connection arrived at the connection limit while no other was
+    /// waiting for a head, and was closed.
+    case connectionLimit
     /// The server is stopping.
     case shutdown
     /// The client closed the connection or could not be read from.

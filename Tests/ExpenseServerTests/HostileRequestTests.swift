@@ -184,49 +184,4 @@ import Testing
         // The token never reached the log.
         #expect(!server.process.child.standardError.contains(server.token))
     }
-
-    @Test func silentClient_isDisconnectedAfterTheConnectionTimeout() throws {
-        let server = try TestServer(["--connection-timeout", "1"])
-        let idle = try server.connect()
-        let partial = try server.connect()
-        try partial.send("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthor")
-        let started = Date()
-        #expect(idle.waitForClose(timeout: 10))
-        #expect(partial.waitForClose(timeout: 10))
-        #expect(Date().timeIntervalSince(started) < 8)
-        #expect(server.isHealthy)
-    }
-
-    @Test func slowBody_isCutOffAtTheRequestTimeout() throws {
-        let server = try TestServer(["--request-timeout", "1", "--connection-timeout", "5"])
-        let connection = try server.connect()
-        let body = Array(TestServer.lunch.utf8)
-        try connection.send(HTTPConnection.encode("POST", "/v1/expenses", headers: [
-            ("Authorization", "Bearer \(server.token)"), ("Content-Type", "application/json"),
-            ("Idempotency-Key", TestServer.key()), ("Content-Length", "\(body.count)"),
-        ]))
-        // One byte every 300 ms: never silent long enough for the idle
-        // timeout, but far slower than the request timeout allows.
-        var closed = false
-        for byte in body.prefix(40) {
-            do { try connection.send([byte]) } catch { closed = true; break }
-            Thread.sleep(forTimeInterval: 0.3)
-        }
-        #expect(closed || connection.waitForClose(timeout: 5))
-        #expect(try server.scalar("SELECT count(*) FROM expenses") == 0)
-        #expect(server.process.accessLog.contains { $0.hasPrefix("POST /v1/expenses 000 ") && $0.hasSuffix("closed=request-timeout") })
-        #expect(server.isHealthy)
-    }
-
-    @Test func connectionsOverTheLimit_areClosed_andServiceResumes() throws {
-        let server = try TestServer(["--max-connections", "4"])
-        let held = try (0..<4).map { _ in try server.connect() }
-        for connection in held { try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") }
-        for connection in held { #expect(try connection.readResponse().status == 200) }
-        let extra = try server.connect()
-        #expect(extra.waitForClose(timeout: 5))
-        // Once the others leave, new connections are served again.
-        for connection in held { connection.shutdownWrite() }
-        try waitUntil(timeout: 10, "a connection slot") { server.isHealthy }
-    }
 }
