@@ -26,24 +26,50 @@ enum CommandLineParser {
         case "user":
             let rest = Array(arguments.dropFirst())
             guard let action = rest.first else { throw UsageError("missing user subcommand; expected add or list") }
-            var options = try Options(Array(rest.dropFirst()), known: ["--data-dir"])
-            guard let directory = options.values["--data-dir"] else { throw UsageError("--data-dir is required") }
-            switch action {
-            case "add":
-                guard options.positional.count == 1, let name = options.positional.first else {
-                    throw UsageError("user add takes exactly one NAME")
-                }
-                options.positional = []
-                return .userAdd(name: name, dataDirectory: directory)
-            case "list":
-                guard options.positional.isEmpty else { throw UsageError("user list takes no arguments") }
-                return .userList(dataDirectory: directory)
-            default:
-                throw UsageError("unknown user subcommand '\(AccessEntry.printable(action, limit: 64))'; expected add or list")
+            guard action == "add" || action == "list" else {
+                throw UsageError("unknown user subcommand \(quoted(action)); expected add or list")
             }
+            let options = try Options(Array(rest.dropFirst()), known: ["--data-dir"], command: "user \(action)")
+            let directory = try options.dataDirectory()
+            if action == "list" {
+                guard options.positional.isEmpty else {
+                    throw UsageError("user list takes no arguments, got \(quoted(options.positional[0]))")
+                }
+                return .userList(dataDirectory: directory)
+            }
+            guard options.positional.count == 1, let name = options.positional.first else {
+                throw UsageError("user add takes exactly one NAME, got \(options.positional.count)")
+            }
+            guard ExpenseStore.isValidUserName(name) else { throw UsageError(UserError.invalidName(name).description) }
+            return .userAdd(name: name, dataDirectory: directory)
         default:
-            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve or user")
+            throw UsageError("unknown subcommand \(quoted(command)); expected serve or user")
         }
+    }
+
+    /// Text from the command line, quoted as it may be shown on a terminal:
+    /// cut at `limit` characters, and with backslashes and the characters
+    /// that are not text (controls such as a line break or an escape
+    /// sequence, C1 controls, bidirectional overrides and other format
+    /// characters) written as Swift escapes (`\n`, `\u{1B}`), so nothing
+    /// typed or pasted can forge a line of output or restyle the terminal.
+    static func quoted(_ text: String, limit: Int = 256) -> String {
+        var out = "'"
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == limit {
+                out += "..."
+                break
+            }
+            count += 1
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+                out += scalar.escaped(asASCII: true)
+            default:
+                if scalar == "\\" { out += "\\\\" } else { out.unicodeScalars.append(scalar) }
+            }
+        }
+        return out + "'"
     }
 
     static let serveOptions = [
@@ -53,13 +79,12 @@ enum CommandLineParser {
     ]
 
     private static func parseServe(_ arguments: [String]) throws(UsageError) -> ServeConfiguration {
-        let options = try Options(arguments, known: Set(serveOptions))
+        let options = try Options(arguments, known: Set(serveOptions), command: "serve")
         guard options.positional.isEmpty else {
-            throw UsageError("serve takes no arguments, got '\(AccessEntry.printable(options.positional[0], limit: 64))'")
+            throw UsageError("serve takes no arguments, got \(quoted(options.positional[0]))")
         }
         var c = ServeConfiguration()
-        guard let directory = options.values["--data-dir"], !directory.isEmpty else { throw UsageError("--data-dir is required") }
-        c.dataDirectory = directory
+        c.dataDirectory = try options.dataDirectory()
         if let text = options.values["--listen"] {
             guard let address = SocketAddress(parsing: text) else {
                 throw UsageError("--listen must be HOST:PORT with a numeric address, like 127.0.0.1:8080 or [::1]:8080")
@@ -78,7 +103,9 @@ enum CommandLineParser {
         c.faults.errorRate = try options.probability("--fault-error-rate") ?? 0
         c.faults.delayMilliseconds = Int(try options.integer("--fault-delay-ms", in: 0...600_000) ?? 0)
         if let seed = options.values["--fault-seed"] {
-            guard let value = UInt64(seed) else { throw UsageError("--fault-seed must be a whole number from 0 to \(UInt64.max)") }
+            guard seed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = UInt64(seed) else {
+                throw UsageError("--fault-seed must be a whole number from 0 to \(UInt64.max), got \(quoted(seed, limit: 32))")
+            }
             c.faults.seed = value
         }
         return c
@@ -89,7 +116,8 @@ enum CommandLineParser {
         var values: [String: String] = [:]
         var positional: [String] = []
 
-        init(_ arguments: [String], known: Set<String>) throws(UsageError) {
+        /// - Parameter command: the subcommand, for messages.
+        init(_ arguments: [String], known: Set<String>, command: String) throws(UsageError) {
             var index = 0
             while index < arguments.count {
                 let argument = arguments[index]
@@ -104,9 +132,13 @@ enum CommandLineParser {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
                 }
-                guard known.contains(name) else { throw UsageError("unknown option '\(AccessEntry.printable(name, limit: 64))'") }
+                guard known.contains(name) else {
+                    throw UsageError("unknown option \(quoted(name, limit: 64)) for \(command)")
+                }
                 if value == nil {
-                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                    // An option right after another is a forgotten value,
+                    // not a value (`--name=--x` gives one that starts so).
+                    guard index < arguments.count, !arguments[index].hasPrefix("--") else { throw UsageError("\(name) needs a value") }
                     value = arguments[index]
                     index += 1
                 }
@@ -115,18 +147,27 @@ enum CommandLineParser {
             }
         }
 
+        /// `--data-dir`, which every subcommand needs.
+        func dataDirectory() throws(UsageError) -> String {
+            guard let directory = values["--data-dir"] else { throw UsageError("--data-dir is required") }
+            guard !directory.isEmpty else { throw UsageError("--data-dir must not be empty") }
+            return directory
+        }
+
         func integer(_ name: String, in range: ClosedRange<Int64>) throws(UsageError) -> Int64? {
             guard let text = values[name] else { return nil }
             guard let value = Int64(text), range.contains(value) else {
-                throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+                throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(quoted(text, limit: 32))")
             }
             return value
         }
 
+        /// A probability written as a plain decimal (`0`, `0.25`, `1`).
         func probability(_ name: String) throws(UsageError) -> Double? {
             guard let text = values[name] else { return nil }
-            guard let value = Double(text), value >= 0, value <= 1 else {
-                throw UsageError("\(name) must be a probability from 0 to 1")
+            let isDecimal = !text.isEmpty && text.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+            guard isDecimal, let value = Double(text), value >= 0, value <= 1 else {
+                throw UsageError("\(name) must be a probability from 0 to 1, like 0.25, got \(quoted(text, limit: 32))")
             }
             return value
         }

@@ -10,7 +10,7 @@ enum UserError: Error, CustomStringConvertible {
     var description: String {
         switch self {
         case .invalidName(let name):
-            "invalid user name '\(AccessEntry.printable(name, limit: 64))': use 1 to 64 letters, digits, '.', '_', '-' or '@'"
+            "invalid user name \(CommandLineParser.quoted(name, limit: 64)): a user name is 1 to 64 of the ASCII letters A-Z and a-z, the digits 0-9, '.', '_', '-' and '@'"
         case .exists(let name): "user '\(name)' already exists"
         }
     }

@@ -50,7 +50,7 @@ public enum ServerCommand {
         do {
             store = try ExpenseStore(directory: configuration.dataDirectory)
         } catch {
-            log.log(.error, "Failed to open data directory '\(configuration.dataDirectory)': \(error)")
+            log.log(.error, "Failed to open data directory \(CommandLineParser.quoted(configuration.dataDirectory)): \(error)")
             return ExitStatus.failure.rawValue
         }
         runMaintenance(store, configuration: configuration, log: log)
@@ -152,7 +152,7 @@ public enum ServerCommand {
             StandardStreams.writeErrorLine("expense-server: \(error)")
             return ExitStatus.failure.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to add user in '\(directory)': \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to add user in \(CommandLineParser.quoted(directory)): \(error)")
             return ExitStatus.failure.rawValue
         }
     }
@@ -165,7 +165,7 @@ public enum ServerCommand {
             }
             return ExitStatus.success.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to list users in '\(directory)': \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to list users in \(CommandLineParser.quoted(directory)): \(error)")
             return ExitStatus.failure.rawValue
         }
     }
