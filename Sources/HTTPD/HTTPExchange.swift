@@ -130,8 +130,10 @@ public protocol HTTPService: Sendable {
     func makeExchange(for head: HTTPRequestHead) -> any HTTPExchange
 
     /// A request line arrived but the request never reached an exchange:
-    /// the HTTP layer rejected its headers, or the client went away or timed
-    /// out before they were complete.
+    /// the HTTP layer rejected its headers, the client went away or was
+    /// silent too long before they were complete, or the server closed the
+    /// connection because they were late or to make room for another
+    /// (``HTTPTermination/headTimeout``, ``HTTPTermination/evicted``).
     func requestAbandoned(target: String, termination: HTTPTermination, durationNanoseconds: UInt64)
 
     /// A diagnostic from the HTTP library itself, one line.
