@@ -107,7 +107,7 @@ import Testing
     @Test func editOfADeletedExpense_needsAttentionAtOnce() {
         var edit = create
         edit.kind = .edit
-        guard case .needsAttention(1, 0, _, "rejected") = policy.update(for: edit, status: 410, body: error("expense_deleted"), retryAfter: nil, now: 0, random: { 0 }) else {
+        guard case .needsAttention(1, 0, _, "gone") = policy.update(for: edit, status: 410, body: error("expense_deleted"), retryAfter: nil, now: 0, random: { 0 }) else {
             Issue.record("an edit of a deleted expense needs attention")
             return
         }
