@@ -42,7 +42,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
-        .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
+        .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),

@@ -42,6 +42,24 @@ public final class FileDescriptor: Sendable {
         return FileDescriptor(owning: fd)
     }
 
+    /// Wraps `open(2)` for a path given as bytes, which need not be UTF-8
+    /// (a file name is whatever bytes its writer chose); always adds `O_CLOEXEC`.
+    public static func open(pathBytes path: [UInt8], _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {
+        var terminated = path.map { CChar(bitPattern: $0) }
+        terminated.append(0)
+        var result: Result<Int32, SystemCallError>!
+        terminated.withUnsafeBufferPointer { buffer in
+            do throws(SystemCallError) {
+                result = .success(try retrying("open", String(decoding: path, as: UTF8.self)) {
+                    Glibc.open(buffer.baseAddress!, flags.rawValue | O_CLOEXEC, mode)
+                })
+            } catch {
+                result = .failure(error)
+            }
+        }
+        return FileDescriptor(owning: try result.get())
+    }
+
     /// Wraps `openat(2)` relative to this directory; always adds `O_CLOEXEC`.
     /// `name` is raw bytes, so names that are not UTF-8 still open.
     public func openAt(_ name: FileName, _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {

@@ -29,6 +29,8 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// True when the call failed because the thing did not exist (`ENOENT`).
     public var isNotFound: Bool { errno == ENOENT }
+    /// True when a name or path was longer than the call takes (`ENAMETOOLONG`).
+    public var isNameTooLong: Bool { errno == ENAMETOOLONG }
     /// True when nothing listens at the address (`ECONNREFUSED`).
     public var isConnectionRefused: Bool { errno == ECONNREFUSED }
     /// True when the call would have blocked on a non-blocking descriptor.
