@@ -105,4 +105,17 @@ import Testing
         #expect(status["result"]?["server"] != "needs_credentials", "\(status.serialized())")
         try sync.waitUntilDrained()
     }
+
+    /// systemd never sets CREDENTIALS_DIRECTORY empty; if something does,
+    /// there is no token file, and the daemon says so rather than reading
+    /// "/token".
+    @Test func emptyCredentialsDirectory_meansNoTokenFile_andIsSaid() throws {
+        let daemon = DaemonHarness(arguments: ["--server", "http://127.0.0.1:9"], environment: ["CREDENTIALS_DIRECTORY": ""])
+        try daemon.start()
+        defer { daemon.stop() }
+        try waitUntil(timeout: 20, "the daemon to say why it has no token") {
+            daemon.log.contains("CREDENTIALS_DIRECTORY is set but empty, so there is no token file")
+        }
+        #expect(!daemon.log.contains("'/token'"), "\(daemon.log)")
+    }
 }
