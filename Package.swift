@@ -55,7 +55,7 @@ let package = Package(
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite"], path: "Tests/ExpenseTestSupport"),
 
-        .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
+        .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix", "HTTPD"]),

@@ -129,8 +129,10 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     return .success
 }
 
-/// Opens a receipt with the caller's own rights and checks it is a JPEG,
-/// PNG or PDF file; the daemon receives the descriptor, never the path.
+/// Opens a receipt with the caller's own rights; the daemon receives the
+/// descriptor, never the path. Whether its bytes are a whole JPEG, PNG or
+/// PDF file the daemon checks as it copies them (one check, the spool's
+/// too), answering `receipt_invalid` with the reason (exit status 65).
 /// - Parameter pathBytes: the path as given, which need not be UTF-8.
 func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
     let path = String(decoding: pathBytes, as: UTF8.self).escapingControlCharacters()
@@ -143,12 +145,6 @@ func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
     do {
         guard try fd.status().kind == .regular else {
             throw ClientError(status: .noInput, message: "receipt '\(path)' is not a regular file")
-        }
-        var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
-        let n = try fd.read(into: &head, at: 0)
-        guard n > 0 else { throw ClientError(status: .dataError, message: "receipt '\(path)' is empty") }
-        guard ReceiptKind.detect(head.prefix(n)) != nil else {
-            throw ClientError(status: .dataError, message: "receipt '\(path)' is not a JPEG, PNG or PDF file")
         }
     } catch let error as SystemCallError {
         throw ClientError(status: .noInput, message: "cannot read receipt '\(path)': \(error.reason)")
@@ -273,7 +269,7 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     for (key, label) in [("spool_rejected", "Spool rejected"), ("state_dir", "State directory"), ("spool_dir", "Spool directory")] where result[key] != nil {
         var value = result.text(key)
         if key == "spool_rejected", (result[key]?.intValue ?? 0) > 0, let spool = result["spool_dir"]?.stringValue {
-            value += " since start (in \(spool)/rejected/, each with a .reason file)"
+            value += " (files in \(spool)/rejected/, each with a .reason file)"
         }
         lines.append((label, value))
     }

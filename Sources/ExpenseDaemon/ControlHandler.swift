@@ -89,7 +89,7 @@ final class ControlHandler: Sendable {
         case let error as ReceiptError:
             switch error {
             case .tooLarge: return ControlFailure(id: id, .receiptTooLarge, error.description, field: "receipt")
-            case .invalid: return ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt")
+            case .invalid, .truncated: return ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt")
             case .io:
                 logger.error("Failed to store a receipt: \(error)")
                 return ControlFailure(id: id, .storageFailed, error.description)

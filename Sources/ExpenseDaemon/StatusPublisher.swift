@@ -58,9 +58,13 @@ public final class StatusPublisher: Sendable {
     /// The server's health as of the last contact.
     var serverHealth: ServerHealth { extras.withLock { $0.health } }
 
-    func countSpoolRejection() {
-        extras.withLock { $0.spoolRejected += 1 }
-        markChanged()
+    /// `rejected/` holds `count` files now.
+    func setSpoolRejected(_ count: Int) {
+        let changedCount = extras.withLock { extras -> Bool in
+            defer { extras.spoolRejected = count }
+            return extras.spoolRejected != count
+        }
+        if changedCount { markChanged() }
     }
 
     /// The summary as it is now.

@@ -196,6 +196,10 @@ public struct FileStatus: Sendable, Equatable {
     public let inode: UInt64
     /// Last modification, in nanoseconds since the epoch.
     public let modifiedNanoseconds: Int64
+    /// Last change of the inode (`st_ctim`: data, mode, links, a rename),
+    /// in nanoseconds since the epoch. Only the kernel sets it: unlike
+    /// the modification time, no writer can give a file a chosen one.
+    public let changedNanoseconds: Int64
 
     init(_ st: stat) {
         switch st.st_mode & S_IFMT {
@@ -216,5 +220,6 @@ public struct FileStatus: Sendable, Equatable {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         modifiedNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        changedNanoseconds = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
     }
 }

@@ -23,7 +23,7 @@ import Testing
         guard case .file(let file) = try directory.open(FileName(name)!, maxBytes: 1 << 20) else {
             throw TestFailure("\(name) did not open")
         }
-        return SpoolIntakeRecord(file)
+        return SpoolIntakeRecord(file, clientID: ClientID.make(), index: 0, digest: try SpoolDirectory.digest(of: file.descriptor))
     }
 
     func rejectedNames() -> [String] {
@@ -61,8 +61,47 @@ import Testing
         handle.write(Data([1, 2, 3]))
         try handle.close()
         let removal = try directory.remove(taken)
-        #expect(removal == .changed(SpoolDirectory.takenName(inode: taken.inode)))
-        #expect(FileSystem.exists("\(directory.path)/.expensed-taken-\(taken.inode)"), "nothing is deleted that was not taken")
+        #expect(removal == .changed(taken.takenName))
+        #expect(FileSystem.exists("\(directory.path)/\(taken.takenName.displayName)"), "nothing is deleted that was not taken")
+    }
+
+    @Test func finishRemoval_checkingTheDigest_tellsOtherBytesOfTheSameSizeAndTime() throws {
+        write("a.jpg", SampleReceipt.jpeg(seed: 1))
+        let taken = try record("a.jpg")
+        try FileSystem.rename("\(directory.path)/a.jpg", to: "\(directory.path)/\(taken.takenName.displayName)")
+        // Written to in place, same length, and its mtime set back.
+        let path = "\(directory.path)/\(taken.takenName.displayName)"
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seek(toFileOffset: 100)
+        handle.write(Data([0x5A]))
+        try handle.close()
+        // UTIME_OMIT ((1 << 30) - 2): the access time as it is.
+        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),
+                     timespec(tv_sec: Int(taken.modified / 1_000_000_000), tv_nsec: Int(taken.modified % 1_000_000_000))]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        #expect(try directory.finishRemoval(taken) == .removed, "size and mtime alone cannot tell")
+        write("b.jpg", SampleReceipt.jpeg(seed: 2))
+        let other = try record("b.jpg")
+        try FileSystem.rename("\(directory.path)/b.jpg", to: "\(directory.path)/\(other.takenName.displayName)")
+        let otherPath = "\(directory.path)/\(other.takenName.displayName)"
+        let otherHandle = try #require(FileHandle(forWritingAtPath: otherPath))
+        otherHandle.seek(toFileOffset: 100)
+        otherHandle.write(Data([0x5A]))
+        try otherHandle.close()
+        times[1] = timespec(tv_sec: Int(other.modified / 1_000_000_000), tv_nsec: Int(other.modified % 1_000_000_000))
+        #expect(utimensat(AT_FDCWD, otherPath, &times, 0) == 0)
+        #expect(try directory.finishRemoval(other, checkingDigest: true) == .changed(other.takenName), "the bytes can")
+        #expect(FileSystem.exists(otherPath))
+    }
+
+    @Test func find_locatesAFileByItsInodeUnderItsNewName() throws {
+        write("a.jpg", SampleReceipt.jpeg())
+        let taken = try record("a.jpg")
+        try FileSystem.rename("\(directory.path)/a.jpg", to: "\(directory.path)/b.jpg")
+        #expect(try directory.find(device: taken.device, inode: taken.inode) == FileName("b.jpg")!)
+        #expect(try directory.remove(taken) == .gone)
+        #expect(try directory.remove(taken.renamed(FileName("b.jpg")!)) == .removed)
+        #expect(try directory.find(device: taken.device, inode: taken.inode) == nil)
     }
 
     @Test func remove_whenGone_saysSo() throws {
@@ -90,6 +129,16 @@ import Testing
         let reason = try String(contentsOfFile: "\(directory.path)/rejected/x.gif.2.reason", encoding: .utf8)
         #expect(reason == "name: x.gif\nreason: has an unknown extension\nrejected_at: T\n")
         #expect(FileManager.default.contents(atPath: "\(directory.path)/rejected/x.gif.1") == Data([1]))
+    }
+
+    @Test func reject_ofANameEndingInReason_givesItASuffix_soOnlyReasonFilesEndSo() throws {
+        write("notes.reason", [1])
+        write("x.gif", [2])
+        #expect(try directory.rejectedCount() == 0)
+        #expect(try directory.reject(FileName("notes.reason")!, reason: "r", timestamp: "T") == FileName("notes.reason.1")!)
+        #expect(try directory.reject(FileName("x.gif")!, reason: "r", timestamp: "T") == FileName("x.gif")!)
+        #expect(rejectedNames() == ["notes.reason.1", "notes.reason.1.reason", "x.gif", "x.gif.reason"])
+        #expect(try directory.rejectedCount() == 2, "two files, two reasons")
     }
 
     @Test func reject_ofTheLongestName_shortensItToLeaveRoomForTheReason() throws {

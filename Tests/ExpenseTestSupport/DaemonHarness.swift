@@ -179,24 +179,19 @@ extension RawClient {
     }
 }
 
-/// Receipt-shaped test files: the right magic bytes, then filler.
+/// Receipt files for tests: whole JPEG, PNG and PDF files of the size
+/// asked for (``ReceiptBytes``), each seed giving other bytes.
 public enum SampleReceipt {
     public static func jpeg(size: Int = 2048, seed: UInt8 = 1) -> [UInt8] {
-        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
-        bytes += (0..<max(0, size - 4)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
-        return bytes
+        ReceiptBytes.make(.jpeg, size: size) { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
     }
 
     public static func png(size: Int = 2048) -> [UInt8] {
-        var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        bytes += [UInt8](repeating: 0x42, count: max(0, size - 8))
-        return bytes
+        ReceiptBytes.make(.png, size: size) { _ in 0x42 }
     }
 
     public static func pdf(size: Int = 2048) -> [UInt8] {
-        var bytes = Array("%PDF-1.7\n".utf8)
-        bytes += [UInt8](repeating: 0x20, count: max(0, size - bytes.count))
-        return bytes
+        ReceiptBytes.make(.pdf, size: size) { _ in 0x20 }
     }
 
     /// Writes `bytes` to `path`.
