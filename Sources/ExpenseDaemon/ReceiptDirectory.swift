@@ -59,8 +59,10 @@ public final class ReceiptDirectory: Sendable {
 
     public func filePath(_ fileName: String) -> String { "\(path)/\(fileName)" }
 
-    /// How much is read and written at a time.
-    static let chunkSize = 256 * 1024
+    /// How much is read and written at a time: small enough that the
+    /// buffers of copies running at once, which malloc keeps for reuse,
+    /// stay a small part of the daemon's memory.
+    static let chunkSize = 64 * 1024
 
     /// Copies the receipt in `source` into a new file, durably: temporary
     /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with

@@ -198,7 +198,7 @@ final class SpoolDirectory: Sendable {
     /// SHA-256 of everything in `file`, read from offset 0.
     static func digest(of file: FileDescriptor) throws(SystemCallError) -> [UInt8] {
         var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ReceiptDirectory.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
         while true {

@@ -65,33 +65,27 @@ import Testing
         #expect(FileSystem.exists("\(directory.path)/\(taken.takenName.displayName)"), "nothing is deleted that was not taken")
     }
 
-    @Test func finishRemoval_checkingTheDigest_tellsOtherBytesOfTheSameSizeAndTime() throws {
-        write("a.jpg", SampleReceipt.jpeg(seed: 1))
-        let taken = try record("a.jpg")
-        try FileSystem.rename("\(directory.path)/a.jpg", to: "\(directory.path)/\(taken.takenName.displayName)")
-        // Written to in place, same length, and its mtime set back.
+    /// Takes `name` and renames it to its private name, as a removal
+    /// would, then changes one byte in place and sets its mtime back.
+    func takenThenOverwritten(_ name: String, _ bytes: [UInt8]) throws -> SpoolIntakeRecord {
+        write(name, bytes)
+        let taken = try record(name)
         let path = "\(directory.path)/\(taken.takenName.displayName)"
+        try FileSystem.rename("\(directory.path)/\(name)", to: path)
         let handle = try #require(FileHandle(forWritingAtPath: path))
         handle.seek(toFileOffset: 100)
         handle.write(Data([0x5A]))
         try handle.close()
-        // UTIME_OMIT ((1 << 30) - 2): the access time as it is.
-        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),
-                     timespec(tv_sec: Int(taken.modified / 1_000_000_000), tv_nsec: Int(taken.modified % 1_000_000_000))]
-        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        try FileTimes.setModified(path, to: taken.modified)
+        return taken
+    }
+
+    @Test func finishRemoval_checkingTheDigest_tellsOtherBytesOfTheSameSizeAndTime() throws {
+        let taken = try takenThenOverwritten("a.jpg", SampleReceipt.jpeg(seed: 1))
         #expect(try directory.finishRemoval(taken) == .removed, "size and mtime alone cannot tell")
-        write("b.jpg", SampleReceipt.jpeg(seed: 2))
-        let other = try record("b.jpg")
-        try FileSystem.rename("\(directory.path)/b.jpg", to: "\(directory.path)/\(other.takenName.displayName)")
-        let otherPath = "\(directory.path)/\(other.takenName.displayName)"
-        let otherHandle = try #require(FileHandle(forWritingAtPath: otherPath))
-        otherHandle.seek(toFileOffset: 100)
-        otherHandle.write(Data([0x5A]))
-        try otherHandle.close()
-        times[1] = timespec(tv_sec: Int(other.modified / 1_000_000_000), tv_nsec: Int(other.modified % 1_000_000_000))
-        #expect(utimensat(AT_FDCWD, otherPath, &times, 0) == 0)
+        let other = try takenThenOverwritten("b.jpg", SampleReceipt.jpeg(seed: 2))
         #expect(try directory.finishRemoval(other, checkingDigest: true) == .changed(other.takenName), "the bytes can")
-        #expect(FileSystem.exists(otherPath))
+        #expect(FileSystem.exists("\(directory.path)/\(other.takenName.displayName)"))
     }
 
     @Test func find_locatesAFileByItsInodeUnderItsNewName() throws {

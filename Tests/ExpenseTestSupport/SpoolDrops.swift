@@ -121,3 +121,14 @@ extension DaemonHarness {
         }
     }
 }
+
+/// File times as a writer that keeps them (`cp -p`, `rsync -t`, `tar`) sets them.
+public enum FileTimes {
+    /// Sets the modification time of `path` to `nanoseconds` since the
+    /// epoch, leaving its access time (`UTIME_OMIT`, `(1 << 30) - 2`).
+    public static func setModified(_ path: String, to nanoseconds: Int64) throws {
+        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),
+                     timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))]
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw TestFailure("utimensat \(path): \(errno)") }
+    }
+}
