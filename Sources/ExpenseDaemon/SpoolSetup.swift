@@ -117,13 +117,14 @@ enum SpoolSetup {
             report(try directory.finishRemoval(record, checkingDigest: true), record, transactionID: transactionID, intake: intake, logger: logger)
             return
         }
-        // Held open from here to the removal, so that the inode compared
-        // stays this file's.
         guard case .file(let file) = try directory.open(record.name, maxBytes: Int(clamping: record.size)),
               record.isUntouched(file.status), try SpoolDirectory.digest(of: file.descriptor) == record.digest else {
             return
         }
-        report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
+        // Held open to the removal, so that the inode compared stays this file's.
+        try withExtendedLifetime(file) { () throws(SystemCallError) in
+            report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
+        }
     }
 
     /// A row of schema 1: its file, under its name or the private name that

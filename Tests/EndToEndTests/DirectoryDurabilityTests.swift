@@ -39,7 +39,7 @@ import Testing
         let calls = Self.calls(try String(contentsOfFile: trace, encoding: .utf8))
         // The first connection accepted: from then on the daemon answers.
         let answering = calls.firstIndex { $0.name.hasPrefix("accept") && !$0.line.hasSuffix("EAGAIN (Resource temporarily unavailable)") } ?? calls.count
-        #expect(answering < calls.count, "a connection was accepted")
+        #expect(answering < calls.count, "a connection was accepted: \(calls.map(\.line).joined(separator: "\n"))")
         var made: [(index: Int, parent: String, path: String)] = []
         for (index, call) in calls.enumerated() where call.line.hasSuffix(" = 0") {
             if call.name == "mkdir", let path = Self.quoted(call.line) {
@@ -56,6 +56,18 @@ import Testing
         }
     }
 
+    @Test func theTraceIsReadWhateverThePidsLengthAndHowCallsInterleave() {
+        let calls = Self.calls("""
+            812   mkdir("/a", 0700) = 0
+            12345 fsync(3</b> <unfinished ...>
+            812   mkdirat(4</a>, "c", 0700) = 0
+            12345 <... fsync resumed>) = 0
+            """)
+        #expect(calls.map(\.name) == ["mkdir", "mkdirat", "fsync"])
+        #expect(calls.map { Self.descriptorPath($0.line) } == [nil, "/a", "/b"])
+        #expect(calls[2].line == "fsync(3</b> ) = 0")
+    }
+
     /// The calls in an `strace -f` output, in order, each whole: a call
     /// another thread interrupted ("<unfinished ...>") is joined to its
     /// "<... resumed>" line, where it returned.
@@ -64,7 +76,8 @@ import Testing
         var calls: [Call] = []
         for line in output.split(separator: "\n") {
             let pid = line.prefix { $0 != " " }
-            var text = String(line.drop { $0 != " " }.dropFirst())
+            // "%-5d ": a pid under five digits is padded with more spaces.
+            var text = String(line.drop { $0 != " " }.drop { $0 == " " })
             if text.hasSuffix("<unfinished ...>") {
                 pending[pid] = String(text.dropLast("<unfinished ...>".count))
                 continue
