@@ -159,7 +159,7 @@ import Testing
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "delete"])
 
         try waitUntil(timeout: 20, "the attempt to fail and the chain to go") { try Self.outbox(sync.daemon).isEmpty }
-        #expect(sync.daemon.receiptFiles().isEmpty, "the receipt file is gone")
+        try sync.daemon.waitUntilNoReceiptFiles()
         #expect(try sync.daemon.list().isEmpty)
         #expect(sync.daemon.log.contains("Deleted before it reached the server"))
 

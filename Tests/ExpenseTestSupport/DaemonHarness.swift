@@ -94,6 +94,20 @@ public final class DaemonHarness: @unchecked Sendable {
     public func receiptFiles() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "\(stateDirectory)/receipts")) ?? []).sorted()
     }
+
+    /// Waits until the receipts directory is empty, and fails naming the
+    /// files still there after `timeout` seconds. A sent receipt's file
+    /// (or a dropped chain's) is removed just after the commit that removed
+    /// its job (docs/sync.md), so an outbox seen empty, or a status saying
+    /// nothing is queued, can come a moment before the file goes: a test
+    /// that wants no receipt file waits for the removal itself.
+    public func waitUntilNoReceiptFiles(timeout: Double = 10) throws {
+        do {
+            try waitUntil(timeout: timeout, "the receipt files to be removed") { receiptFiles().isEmpty }
+        } catch {
+            throw TestFailure("receipt files still present \(timeout)s after their jobs went: \(receiptFiles())")
+        }
+    }
 }
 
 /// A control socket client that sends raw bytes: for testing what the
