@@ -11,6 +11,11 @@ public final class DaemonHarness: @unchecked Sendable {
     public var arguments: [String]
     public var environment: [String: String]
     public private(set) var process: ChildProcess?
+    /// A program the daemon runs under (`strace …`): the command line is
+    /// `launcher + [expensed] + arguments`, and ``process`` is the launcher.
+    public var launcher: [String] = []
+    /// The standard error of every daemon started so far, in order.
+    public private(set) var logPaths: [String] = []
 
     /// - Parameters:
     ///   - arguments: extra flags for `expensed`.
@@ -32,15 +37,36 @@ public final class DaemonHarness: @unchecked Sendable {
 
     /// Starts the daemon and waits until its socket answers.
     public func start(timeout: Double = 20) throws {
-        let child = try ChildProcess(BuiltProducts.path("expensed"), arguments, environment: environment,
+        try waitUntilAnswering(launch(), timeout: timeout)
+    }
+
+    /// Starts the daemon without waiting for it: for a kill during start-up.
+    @discardableResult
+    public func launch() throws -> ChildProcess {
+        let expensed = BuiltProducts.path("expensed")
+        let command = launcher.isEmpty ? [expensed] + arguments : launcher + [expensed] + arguments
+        let child = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment,
                                      outputDirectory: directory.path, name: "expensed")
         process = child
+        logPaths.append(child.stderrPath)
+        return child
+    }
+
+    /// Waits until `child`'s socket answers a `status`; fails when it exits first.
+    public func waitUntilAnswering(_ child: ChildProcess, timeout: Double = 20) throws {
         try waitUntil(timeout: timeout, "expensed to answer on \(socketPath)") {
             guard child.isRunning else {
                 throw TestFailure("expensed exited with \(child.process.terminationStatus): \(child.standardError)")
             }
             return (try? request(["op": "status"])) != nil
         }
+    }
+
+    /// The pid of the process answering on the socket (`SO_PEERCRED`): the
+    /// daemon's own, also when it runs under a ``launcher``.
+    public func daemonPID() throws -> Int32 {
+        let client = try RawClient(path: socketPath)
+        return try UnixSocket.peerCredentials(FileDescriptor(owning: dup(client.fd))).pid
     }
 
     /// SIGTERM and wait; returns the exit status.
