@@ -133,6 +133,28 @@ import Testing
         #expect(figures.acknowledged > 0 && figures.files > 0, "seed \(seed): the writers did nothing: \(figures)")
     }
 
+    /// The torture's receipts are whole files: ImageMagick reads the JPEG
+    /// (with comment segments of filler over more than one segment's
+    /// length) and the PNG without a warning, Ghostscript renders the PDF
+    /// without repairing it; and no two are alike.
+    @Test func wholeReceipts_areReadWithoutComplaintAndUnique() throws {
+        let folder = TemporaryDirectory(prefix: "whole")
+        let receipts = try WholeReceipts(directory: folder.at("images"))
+        let files = [("a.jpg", receipts.jpeg(tag: 1, size: 150_000)), ("b.jpg", receipts.jpeg(tag: 2, size: 3_000)),
+                     ("c.png", try receipts.png()), ("d.png", try receipts.png()),
+                     ("e.pdf", receipts.pdf(tag: 1, size: 80_000)), ("f.pdf", receipts.pdf(tag: 2, size: 700))]
+        #expect(Set(files.map(\.1)).count == files.count, "every receipt has bytes of its own")
+        for (name, bytes) in files {
+            let path = folder.at(name)
+            SampleReceipt.write(bytes, to: path)
+            let result = name.hasSuffix(".pdf")
+                ? try runCommand("/usr/bin/gs", ["-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sDEVICE=nullpage", path])
+                : try runCommand("/usr/bin/identify", ["-regard-warnings", path])
+            #expect(result.status == 0 && !result.stdout.contains("rror") && result.stderr.isEmpty,
+                    "\(name): \(result.status) \(result.stdout) \(result.stderr)")
+        }
+    }
+
     /// Keeps a failed run's folder (daemon logs, state, spool, server data)
     /// for a look afterwards: moved out of the way of its removal.
     static func keep(_ directory: TemporaryDirectory, seed: UInt64) {
