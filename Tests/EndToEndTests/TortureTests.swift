@@ -17,8 +17,8 @@ import Testing
 ///
 /// Each run prints its seed; `EXPENSED_TORTURE_SEED` runs that seed again
 /// (the same decisions; the machine's timing still varies).
-/// `EXPENSED_TORTURE_KILLS` sets the number of kills (default 80, within
-/// `EXPENSED_TORTURE_SECONDS` of killing, default 90 unless the kills are
+/// `EXPENSED_TORTURE_KILLS` sets the number of kills (default 110, within
+/// `EXPENSED_TORTURE_SECONDS` of killing, default 95 unless the kills are
 /// set): `EXPENSED_TORTURE_KILLS=500` runs it large.
 @Suite(.serialized) struct TortureTests {
     static let settleMilliseconds = 600.0
@@ -50,9 +50,9 @@ import Testing
     @Test func killedAtRandomWhileEverythingHappens_losesNothingAndDoublesNothing() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["EXPENSED_TORTURE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int64.max))
-        let kills = environment["EXPENSED_TORTURE_KILLS"].flatMap { Int($0) } ?? 80
+        let kills = environment["EXPENSED_TORTURE_KILLS"].flatMap { Int($0) } ?? 110
         let seconds = environment["EXPENSED_TORTURE_SECONDS"].flatMap { Double($0) }
-            ?? (environment["EXPENSED_TORTURE_KILLS"] == nil ? 90 : .infinity)
+            ?? (environment["EXPENSED_TORTURE_KILLS"] == nil ? 95 : .infinity)
         print("TortureTests: seed \(seed) (EXPENSED_TORTURE_SEED=\(seed) runs it again), up to \(kills) kills in \(seconds) s")
         let began = Date()
         var figures = Figures(seed: seed)
@@ -119,8 +119,14 @@ import Testing
         #expect(problems.isEmpty, "seed \(seed): \(problems.joined(separator: "\n"))")
         #expect(ledger.problems.isEmpty, "seed \(seed): \(ledger.problems.joined(separator: "\n"))")
 
-        try Self.drainCleanly(sync)
-        let verdict = try Self.judge(sync, ledger: ledger, figures: &figures)
+        let verdict: TortureVerdict
+        do {
+            try Self.drainCleanly(sync)
+            verdict = try Self.judge(sync, ledger: ledger, figures: &figures)
+        } catch {
+            Self.keep(daemon.directory, seed: seed)
+            throw TestFailure("seed \(seed): \(error)")
+        }
         figures.seconds = Date().timeIntervalSince(began)
         print(figures)
         if !verdict.failures.isEmpty || !problems.isEmpty { Self.keep(daemon.directory, seed: seed) }
@@ -185,7 +191,11 @@ import Testing
         sync.stopServer()
         try sync.startServer()
         try daemon.start(timeout: 120)
-        try waitUntil(timeout: 120, "the spool to be taken") { try daemon.spoolEntries().isEmpty }
+        do {
+            try waitUntil(timeout: 120, "the spool to be taken") { try daemon.spoolEntries().isEmpty }
+        } catch {
+            throw TestFailure("the spool still holds \(try daemon.spoolEntries().map(\.displayName)) 120 s after the last start")
+        }
         try sync.waitUntilDrained(timeout: 300)
         let status = try daemon.request(["op": "status"])["result"]
         if status?["needs_attention"] != 0 {
