@@ -33,6 +33,7 @@ final class TortureLedger: Sendable {
         /// The sidecar's merchant, unique to this drop.
         let merchant: String?
         let receiptDigest: String?
+        let sidecarDigest: String?
         /// SHA-256 of the receipt's first half (what an early take of an in-place write would see).
         let receiptFirstHalfDigest: String?
         /// Milliseconds from the first file of a pair being in the spool to the second.

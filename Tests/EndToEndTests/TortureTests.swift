@@ -1,3 +1,4 @@
+import Digest
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
@@ -228,7 +229,8 @@ import Testing
             let field = { (key: String) in
                 text.split(separator: "\n").first { $0.hasPrefix("\(key): ") }.map { String($0.dropFirst(key.count + 2)) } ?? ""
             }
-            rejected.append(.init(name: field("name"), reason: field("reason")))
+            let bytes = FileManager.default.contents(atPath: "\(daemon.spoolDirectory)/rejected/\(entry.displayName)").map { [UInt8]($0) } ?? []
+            rejected.append(.init(name: field("name"), reason: field("reason"), digest: Hex.encode(SHA256.hash(bytes))))
         }
         let log = daemon.logPaths.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
         let verdict = TortureVerdict(ledger: ledger, server: server, rejected: rejected, settleMilliseconds: settleMilliseconds, log: log)

@@ -6,10 +6,12 @@ import ExpenseTestSupport
 /// bytes, or in `rejected/` for a reason docs/spool.md gives; and nothing
 /// on the server that no writer made.
 struct TortureVerdict {
-    /// A file in `rejected/`: the name it had in the spool, and why.
+    /// A file in `rejected/`: the name it had in the spool, why, and the
+    /// SHA-256 of its bytes (which tell whose file it is).
     struct Rejection {
         let name: String
         let reason: String
+        let digest: String
     }
 
     private(set) var failures: [String] = []
@@ -53,7 +55,24 @@ struct TortureVerdict {
 
         let byMerchant = Dictionary(grouping: server.filter { $0.merchant != nil }, by: { $0.merchant! })
         let byDigest = Dictionary(grouping: server.filter { $0.receiptDigest != nil }, by: { $0.receiptDigest! })
-        let rejections = Dictionary(grouping: rejected, by: \.name)
+        // Each rejected file by the drop whose bytes it holds: a file
+        // quarantined under another drop's name was taken for that one.
+        var files: [String: String] = [:]
+        for drop in ledger.drops {
+            if let name = drop.receiptName, let digest = drop.receiptDigest { files[digest] = name }
+            if let name = drop.sidecarName, let digest = drop.sidecarDigest { files[digest] = name }
+        }
+        var rejections: [String: [Rejection]] = [:]
+        for rejection in rejected {
+            let owner = files[rejection.digest] ?? rejection.name
+            if owner != rejection.name {
+                recycledInode += 1
+                failures.append("'\(owner)' was quarantined under the name '\(rejection.name)' (the spool took it for that file, trusting a recycled inode): \(rejection.reason)")
+                rejections[owner, default: []].append(Rejection(name: owner, reason: "misnamed", digest: rejection.digest))
+            } else {
+                rejections[owner, default: []].append(rejection)
+            }
+        }
         // Which drop each server expense came from, by the sidecar's
         // merchant or the receipt's bytes: a quarantine names the expense
         // its file was taken as, which must be that file's own.
@@ -87,6 +106,7 @@ struct TortureVerdict {
                 sidecarRow = account(name, byMerchant[merchant] ?? [], rejected: sidecarRejected, who: who, log: log)
             }
             let quarantinedForAnother = recycledInode > recycledBefore
+                || [drop.receiptName, drop.sidecarName].contains { $0.map { rejections[$0]?.contains { $0.reason == "misnamed" } ?? false } ?? false }
             if receiptRejected != sidecarRejected, !retaken, !quarantinedForAnother, drop.receiptName != nil, drop.sidecarName != nil {
                 // One half rejected, so the other must be too ("its receipt … was rejected").
                 failures.append("\(who): only one file of the pair was rejected")
@@ -111,9 +131,8 @@ struct TortureVerdict {
         for record in server where claimed[record.transactionID] == nil {
             failures.append("\(record.transactionID) (merchant \(record.merchant ?? "none"), receipt \(record.receiptDigest?.prefix(12) ?? "none")) on the server comes from no add and no drop")
         }
-        let names = Set(ledger.drops.flatMap { [$0.receiptName, $0.sidecarName].compactMap { $0 } })
-        for rejection in rejected where !names.contains(rejection.name) {
-            failures.append("'\(rejection.name)' is in rejected/ but was never dropped")
+        for rejection in rejected where files[rejection.digest] == nil {
+            failures.append("'\(rejection.name)' in rejected/ holds bytes no drop wrote whole (sha256 \(rejection.digest.prefix(12)))")
         }
     }
 
@@ -140,6 +159,9 @@ struct TortureVerdict {
                 } else {
                     failures.append("\(who): '\(name)', \(drop.inPlace ? "written in place within the settle time" : "renamed in whole"), was quarantined: \(rejection.reason)")
                 }
+            } else if rejection.reason == "misnamed" {
+                // Said above, where it was found.
+                continue
             } else if rejection.reason.hasPrefix("its receipt '") || rejection.reason.hasPrefix("its sidecar '") {
                 // Its partner's rejection is judged on its own.
                 documentedRejections += 1

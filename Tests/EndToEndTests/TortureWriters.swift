@@ -184,6 +184,7 @@ final class TortureWriters: Sendable {
         let files = kind == .pairReceiptFirst ? [receipt, sidecar] : [sidecar, receipt]
         var record = TortureLedger.Drop(unit: unit, kind: kind, inPlace: inPlace, receiptName: receipt?.name, sidecarName: sidecar?.name,
                                         merchant: merchant, receiptDigest: receipt.map { Hex.encode(SHA256.hash($0.bytes)) },
+                                        sidecarDigest: sidecar.map { Hex.encode(SHA256.hash($0.bytes)) },
                                         receiptFirstHalfDigest: receipt.map { Hex.encode(SHA256.hash(Array($0.bytes.prefix($0.bytes.count / 2)))) })
         var firstDone: Date?
         for case let file? in files {
