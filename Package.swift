@@ -54,7 +54,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
-        .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl"]),
+        .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
@@ -67,7 +67,7 @@ let package = Package(
         // Shared test helpers: temporary folders, child processes, raw sockets.
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
 
-        .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore"]),
+        .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",

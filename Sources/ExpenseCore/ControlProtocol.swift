@@ -128,18 +128,20 @@ public struct ControlRequest: Sendable, Equatable {
         switch op {
         case "add":
             try f.allow(["expense", "client_id", "receipt"])
-            let fields = try expenseFields(f.members["expense"], field: "expense", required: false)
             let clientID = try f.optionalString("client_id")
             if let clientID, !ClientID.isCanonical(clientID) {
-                throw ControlFailure(.invalidField, "client_id must be a lowercase UUID", field: "client_id")
+                throw ControlFailure(.invalidField, "client_id must be a UUID in lowercase canonical form", field: "client_id")
             }
             let hasReceipt = try f.optionalBool("receipt") ?? false
-            do {
-                try Validation.checkCreate(fields, hasReceipt: hasReceipt)
-            } catch {
-                throw ControlFailure(.invalidField, error.description, field: error.field)
+            if f.members["expense"]?.isNull ?? true, !hasReceipt {
+                throw ControlFailure(.missingField, "expense is required without a receipt: an object with merchant, amount, currency and date", field: "expense")
             }
-            return .add(fields: fields, clientID: clientID, hasReceipt: hasReceipt)
+            let given = try expenseFields(f.members["expense"], field: "expense", required: false)
+            do {
+                return .add(fields: try Validation.normalizedCreate(given, hasReceipt: hasReceipt), clientID: clientID, hasReceipt: hasReceipt)
+            } catch {
+                throw ControlFailure(error.isMissing ? .missingField : .invalidField, error.description, field: error.field)
+            }
         case "list":
             try f.allow([])
             return .list
@@ -170,11 +172,10 @@ public struct ControlRequest: Sendable, Equatable {
             let fields = try expenseFields(f.members["set"], field: "set", required: true)
             if fields.isEmpty { throw ControlFailure(.invalidField, "set names no field to change", field: "set") }
             do {
-                try Validation.check(fields, amountNeedsCurrency: false)
+                return .edit(ref: ref, fields: try Validation.normalized(fields, amountNeedsCurrency: false))
             } catch {
                 throw ControlFailure(.invalidField, error.description, field: error.field)
             }
-            return .edit(ref: ref, fields: fields)
         case "delete":
             try f.allow(["ref"])
             return .delete(ref: try f.ref())
@@ -193,7 +194,8 @@ public struct ControlRequest: Sendable, Equatable {
         }
     }
 
-    /// Reads an object of expense fields, each a string (or null for absent).
+    /// Reads an object of expense fields, each a string, or null to clear it
+    /// (for an add, the same as leaving it out).
     private static func expenseFields(_ value: JSONValue?, field: String, required: Bool) throws(ControlFailure) -> ExpenseFields {
         guard let value, !value.isNull else {
             if required { throw ControlFailure(.missingField, "\(field) is required", field: field) }
@@ -208,7 +210,7 @@ public struct ControlRequest: Sendable, Equatable {
                 throw ControlFailure(.unknownField, "\(field).\(key.prefix(64)) is not an expense field; known: \(ExpenseFields.names.joined(separator: ", "))", field: "\(field).\(key.prefix(64))")
             }
             switch member {
-            case .null: continue
+            case .null: fields.clear(key)
             case .string(let s): fields[key] = s
             default: throw ControlFailure(.invalidField, "\(key) must be a string, got \(member.typeName)", field: key)
             }

@@ -70,7 +70,7 @@ public struct ExpenseView: Sendable, Equatable {
             switch job.kind {
             case .create, .edit:
                 fields = fields.merging(job.fields)
-                for name in ExpenseFields.names where job.fields[name] != nil { pending.insert(name) }
+                pending.formUnion(job.fields.changedNames)
             case .receipt:
                 hasReceiptJob = true
             case .delete:
@@ -90,7 +90,7 @@ public struct ExpenseView: Sendable, Equatable {
             transactionID: transactionID,
             clientID: cached?.clientID ?? create?.uuid ?? "",
             state: state,
-            fields: fields,
+            fields: fields.values,
             pendingFields: ExpenseFields.names.filter(pending.contains),
             receipt: receipt,
             receiptURL: cached?.receiptURL,
@@ -123,7 +123,7 @@ public struct ExpenseView: Sendable, Equatable {
         guard case .object(var object) = json else { return json }
         object["created_at"] = .string(createdAt)
         object["jobs"] = .array(jobs.map { job in
-            [
+            var detail: [String: JSONValue] = [
                 "uuid": .string(job.uuid),
                 "seq": .integer(job.seq),
                 "kind": .string(job.kind.rawValue),
@@ -135,6 +135,10 @@ public struct ExpenseView: Sendable, Equatable {
                 "next_attempt_at": job.nextAttemptMilliseconds > 0 ? .string(Timestamp.format(milliseconds: job.nextAttemptMilliseconds)) : .null,
                 "created_at": .string(Timestamp.format(milliseconds: job.createdMilliseconds)),
             ]
+            if job.state == .needsAttention {
+                detail["hint"] = .string(AttentionHint.text(errorClass: job.lastErrorClass, transactionID: transactionID))
+            }
+            return .object(detail)
         })
         return .object(object)
     }

@@ -73,9 +73,10 @@ public struct RetryPolicy: Sendable, Equatable {
             }
             if job.kind == .delete && status == 410 { return .applied(nil) }
             if job.kind == .edit && status == 410 {
-                // Deleted on the server: retrying cannot help; the user decides.
+                // Deleted on the server: retrying cannot help (AttentionHint);
+                // the user discards it.
                 return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
-                                       error: message, errorClass: outcome.className)
+                                       error: message, errorClass: "gone")
             }
             let attempts = job.attempts + 1
             if attempts >= maxAttempts {

@@ -7,7 +7,7 @@ public struct QueueSummary: Sendable, Equatable {
     public var oldestJobMilliseconds: Int64?
     /// "not configured", "ok", "unreachable", "needs credentials", …
     public var server: ServerState = .notConfigured
-    /// Spool files moved to `rejected/` since start.
+    /// Files in the spool's `rejected/` now (reason files aside).
     public var spoolRejected = 0
 
     public init() {}

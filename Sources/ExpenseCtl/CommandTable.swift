@@ -1,4 +1,19 @@
 import ExpenseCore
+
+/// What an option's value is, which decides what bytes it may hold.
+enum ValueKind: Sendable {
+    /// A flag: it takes no value, not even `--flag=true`.
+    case none
+    /// Text for the command line itself (a number, a choice, a UUID):
+    /// UTF-8, or the command line is wrong (exit 64).
+    case text
+    /// An expense field: UTF-8, or the data is bad (exit 65). The daemon
+    /// refuses anything else too; repairing it would store U+FFFD.
+    case field
+    /// A file's path: any bytes, as the kernel takes them.
+    case path
+}
+
 /// One option a subcommand takes: `--name VALUE` or a `--flag`.
 struct Option: Sendable {
     let name: String
@@ -7,6 +22,18 @@ struct Option: Sendable {
     let help: String
     /// Shown without brackets in the usage line (the subcommand checks it).
     var isRequired = false
+    let kind: ValueKind
+
+    init(name: String, valueName: String?, help: String, isRequired: Bool = false, kind: ValueKind? = nil) {
+        self.name = name
+        self.valueName = valueName
+        self.help = help
+        self.isRequired = isRequired
+        self.kind = kind ?? (valueName == nil ? .none : .text)
+    }
+
+    /// The spellings the parser matches: `-h, --help` is two.
+    var spellings: [String] { name.split(separator: ",").map { String($0.drop(while: { $0 == " " })) } }
 }
 
 /// A subcommand: what it is called, what it takes, and what it does. One
@@ -58,10 +85,29 @@ struct Subcommand: Sendable {
 struct Invocation: Sendable {
     var positional: [String] = []
     var values: [String: String] = [:]
+    /// The bytes of path values (``ValueKind/path``), which need not be UTF-8;
+    /// `values` holds them for messages, with U+FFFD for such bytes.
+    var paths: [String: [UInt8]] = [:]
     var flags: Set<String> = []
 
     func value(_ name: String) -> String? { values[name] }
+    func path(_ name: String) -> [UInt8]? { paths[name] }
     func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// One argument as the kernel passed it.
+struct Argument: Sendable {
+    let bytes: [UInt8]
+    /// The argument as text; nil when its bytes are not UTF-8.
+    let text: String?
+
+    init(_ bytes: some Collection<UInt8>) {
+        self.bytes = Array(bytes)
+        text = String(validating: self.bytes, as: UTF8.self)
+    }
+
+    /// For messages and for matching: the text, with U+FFFD for bytes that are not UTF-8.
+    var shown: String { text ?? String(decoding: bytes, as: UTF8.self) }
 }
 
 /// Options every subcommand takes.
@@ -81,6 +127,8 @@ func formatRow(_ left: String, _ right: String) -> String {
 struct CommandLineError: Error {
     let message: String
     let subcommand: String?
+    /// A usage error (64), or bad data in a field's value (65).
+    var status: ExitStatus = .usage
 }
 
 /// What the whole command line asked for.
@@ -91,8 +139,10 @@ enum ParsedCommandLine {
 }
 
 /// Parses arguments (without the program name) against `subcommands`.
-/// Global options may come anywhere; `--` ends options.
-func parseCommandLine(_ arguments: [String], subcommands: [Subcommand], topHelp: String) throws(CommandLineError) -> ParsedCommandLine {
+/// Global options may come anywhere; `--` ends options. Every flag, global
+/// or not, refuses a value (`--json=1`); every option refuses to be given
+/// twice; only a path may hold bytes that are not UTF-8.
+func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHelp: String) throws(CommandLineError) -> ParsedCommandLine {
     var socket: String?
     var json = false
     var subcommand: Subcommand?
@@ -101,65 +151,81 @@ func parseCommandLine(_ arguments: [String], subcommands: [Subcommand], topHelp:
     var onlyPositional = false
     var index = 0
 
+    func fail(_ message: String, status: ExitStatus = .usage) -> CommandLineError {
+        CommandLineError(message: message, subcommand: subcommand?.name, status: status)
+    }
+
     while index < arguments.count {
         let argument = arguments[index]
         index += 1
-        if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
+        let shown = argument.shown
+        if onlyPositional || !shown.hasPrefix("-") || shown == "-" {
+            guard let text = argument.text else { throw fail("argument '\(shown.prefix(64))' is not valid UTF-8") }
             if subcommand == nil {
-                guard let found = subcommands.first(where: { $0.name == argument }) else {
-                    throw CommandLineError(message: "unknown subcommand '\(argument.prefix(64))'", subcommand: nil)
+                guard let found = subcommands.first(where: { $0.name == text }) else {
+                    throw fail("unknown subcommand '\(text.prefix(64))'")
                 }
                 subcommand = found
             } else {
-                invocation.positional.append(argument)
+                invocation.positional.append(text)
             }
             continue
         }
-        var name = argument
-        var inlineValue: String?
-        if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-            name = String(argument[..<equals])
-            inlineValue = String(argument[argument.index(after: equals)...])
+        var name = shown
+        var inlineValue: Argument?
+        if shown.hasPrefix("--"), let equals = argument.bytes.firstIndex(of: UInt8(ascii: "=")) {
+            name = Argument(argument.bytes[..<equals]).shown
+            inlineValue = Argument(argument.bytes[(equals + 1)...])
         }
-        func value() throws(CommandLineError) -> String {
-            if let inlineValue { return inlineValue }
-            guard index < arguments.count else {
-                throw CommandLineError(message: "option '\(name)' needs a value", subcommand: subcommand?.name)
+        if name == "--" && inlineValue == nil {
+            onlyPositional = true
+            continue
+        }
+        let global = globalOptions.first { $0.spellings.contains(name) }
+        let version = Option(name: "--version", valueName: nil, help: "")
+        guard let option = global ?? (subcommand == nil && name == "--version" ? version : nil)
+                ?? subcommand?.options.first(where: { $0.spellings.contains(name) }) else {
+            let scope = subcommand.map { " for '\($0.name)'" } ?? ""
+            throw fail("unknown option '\(name.prefix(64))'\(scope)")
+        }
+        guard option.kind != .none else {
+            if inlineValue != nil { throw fail("option '\(name)' takes no value") }
+            switch option.name {
+            case "--version": return .version
+            case "-h, --help": wantsHelp = true
+            case "--json": json = true
+            default: invocation.flags.insert(option.name)
             }
+            continue
+        }
+        let value: Argument
+        if let inlineValue {
+            value = inlineValue
+        } else {
+            guard index < arguments.count else { throw fail("option '\(name)' needs a value") }
+            value = arguments[index]
             index += 1
-            return arguments[index - 1]
         }
-        switch name {
-        case "--": onlyPositional = true
-        case "-h", "--help": wantsHelp = true
-        case "--version": if subcommand == nil { return .version }
-        case "--json": json = true
-        case "--socket": socket = try value()
-        default:
-            guard let option = subcommand?.options.first(where: { $0.name == name }) else {
-                let scope = subcommand.map { " for '\($0.name)'" } ?? ""
-                throw CommandLineError(message: "unknown option '\(name.prefix(64))'\(scope)", subcommand: subcommand?.name)
-            }
-            if option.valueName != nil {
-                let v = try value()
-                if invocation.values[name] != nil {
-                    throw CommandLineError(message: "option '\(name)' given twice", subcommand: subcommand?.name)
-                }
-                invocation.values[name] = v
-            } else {
-                if inlineValue != nil { throw CommandLineError(message: "option '\(name)' takes no value", subcommand: subcommand?.name) }
-                invocation.flags.insert(name)
-            }
+        if value.text == nil && option.kind != .path {
+            throw fail("the value of '\(name)' is not valid UTF-8", status: option.kind == .field ? .dataError : .usage)
         }
+        if option.name == "--socket" {
+            if socket != nil { throw fail("option '\(name)' given twice") }
+            socket = value.shown
+            continue
+        }
+        if invocation.values[option.name] != nil { throw fail("option '\(name)' given twice") }
+        invocation.values[option.name] = value.shown
+        if option.kind == .path { invocation.paths[option.name] = value.bytes }
     }
     if wantsHelp { return .help(subcommand?.help ?? topHelp) }
-    guard let subcommand else { throw CommandLineError(message: "missing subcommand", subcommand: nil) }
+    guard let subcommand else { throw fail("missing subcommand") }
     if invocation.positional.count < subcommand.arguments.count {
         let missing = subcommand.arguments[invocation.positional.count].name
-        throw CommandLineError(message: "missing <\(missing)>", subcommand: subcommand.name)
+        throw fail("missing <\(missing)>")
     }
     if invocation.positional.count > subcommand.arguments.count {
-        throw CommandLineError(message: "unexpected argument '\(invocation.positional[subcommand.arguments.count].prefix(64))'", subcommand: subcommand.name)
+        throw fail("unexpected argument '\(invocation.positional[subcommand.arguments.count].prefix(64))'")
     }
     return .run(subcommand, invocation, socket: socket, json: json)
 }

@@ -12,36 +12,44 @@ struct Context: Sendable {
 }
 
 let fieldOptions = [
-    Option(name: "--merchant", valueName: "TEXT", help: "who was paid"),
-    Option(name: "--amount", valueName: "DECIMAL", help: "amount as a decimal, e.g. 12.50 (negative for a refund)"),
-    Option(name: "--currency", valueName: "CODE", help: "ISO 4217 currency code, e.g. EUR"),
-    Option(name: "--date", valueName: "YYYY-MM-DD", help: "date of the expense"),
-    Option(name: "--category", valueName: "TEXT", help: "category, e.g. Meals"),
-    Option(name: "--comment", valueName: "TEXT", help: "free text"),
+    Option(name: "--merchant", valueName: "TEXT", help: "who was paid", kind: .field),
+    Option(name: "--amount", valueName: "DECIMAL", help: "amount as a decimal, e.g. 12.50 (negative for a refund)", kind: .field),
+    Option(name: "--currency", valueName: "CODE", help: "ISO 4217 currency code, e.g. EUR", kind: .field),
+    Option(name: "--date", valueName: "YYYY-MM-DD", help: "date of the expense", kind: .field),
+    Option(name: "--category", valueName: "TEXT", help: "category, e.g. Meals", kind: .field),
+    Option(name: "--comment", valueName: "TEXT", help: "free text", kind: .field),
+    Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag", kind: .field),
 ]
 
-func fields(from invocation: Invocation) -> ExpenseFields {
+/// The field options given, by their JSON names, as typed (not yet normalized).
+func typedFields(_ invocation: Invocation) -> ExpenseFields {
     var fields = ExpenseFields()
-    for name in ["merchant", "amount", "currency", "date", "category", "comment"] {
-        fields[name] = invocation.value("--\(name)")
+    for name in ExpenseFields.names {
+        if let value = invocation.value("--" + name.replacingOccurrences("_", "-")) { fields[name] = value }
     }
-    fields.taxTag = invocation.value("--tax-tag")
     return fields
 }
+
+/// How amounts and empty values are read, for the help of add and edit.
+let fieldRules = """
+    An amount is stored with its currency's minor units: --amount 10 --currency EUR
+    is 10.00 EUR, 10 JPY stays 10. An empty value leaves an optional field
+    (--category, --comment, --tax-tag) empty.
+    """
 
 let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, or a unique prefix of either")
 
 let subcommands: [Subcommand] = [
     Subcommand("add", "Queue a new expense, with or without a receipt.",
                options: fieldOptions + [
-                   Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag"),
-                   Option(name: "--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach"),
-                   Option(name: "--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add"),
+                   Option(name: "--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach", kind: .path),
+                   Option(name: "--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add (either case; sent in lowercase)"),
                ],
                discussion: """
                    Without --receipt, --merchant, --amount, --currency and --date are required.
                    With --receipt every field is optional (a receipt-only expense). Prints the
                    expense's transaction id once expensed has stored it durably.
+                   \(fieldRules)
                    """, run: runAdd),
     Subcommand("list", "List expenses: synced ones and those still pending.", run: runList),
     Subcommand("show", "Show one expense and its pending jobs.", arguments: [idArgument], run: runShow),
@@ -54,15 +62,19 @@ let subcommands: [Subcommand] = [
                options: [
                    Option(name: "--refresh", valueName: nil, help: "also fetch what changed on the server"),
                    Option(name: "--wait", valueName: nil, help: "return once nothing is queued or sending"),
-                   Option(name: "--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75)"),
+                   Option(name: "--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
                ],
-               discussion: "Also resumes sending after the server refused the credentials.", run: runSync),
+               discussion: "Also resumes sending after the server refused the credentials, with the token file read again first.", run: runSync),
     Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
     Subcommand("edit", "Change fields of an expense, synced or still pending.", arguments: [idArgument],
-               options: fieldOptions + [Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag")],
+               options: fieldOptions,
                discussion: """
                    Works offline: the change is queued (merged into a change not yet sent)
-                   and shown by list and show at once.
+                   and shown by list and show at once. An empty value clears an optional
+                   field: --comment '' leaves the expense without a comment, on the server
+                   too once synced. Merchant, amount, currency and date can be changed, not
+                   cleared. An amount given without --currency is written with the minor
+                   units of the expense's currency (--amount 13 on a EUR expense is 13.00).
                    """, run: runEdit),
     Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], run: runDelete),
     Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
@@ -71,16 +83,16 @@ let subcommands: [Subcommand] = [
 ]
 
 func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let fields = fields(from: invocation)
-    let receiptPath = invocation.value("--receipt")
+    let receiptPath = invocation.path("--receipt")
+    let fields: ExpenseFields
     do {
-        try Validation.checkCreate(fields, hasReceipt: receiptPath != nil)
+        fields = try Validation.normalizedCreate(typedFields(invocation), hasReceipt: receiptPath != nil)
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
     let clientID = invocation.value("--client-id")?.lowercased() ?? ClientID.make()
     guard ClientID.isCanonical(clientID) else {
-        throw ClientError(status: .usage, message: "--client-id must be a lowercase UUID")
+        throw ClientError(status: .usage, message: "--client-id must be a UUID like 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e")
     }
     var receipt: FileDescriptor?
     if let receiptPath { receipt = try openReceipt(receiptPath) }
@@ -117,24 +129,22 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     return .success
 }
 
-/// Opens a receipt with the caller's own rights and checks it is a JPEG,
-/// PNG or PDF file; the daemon receives the descriptor, never the path.
-func openReceipt(_ path: String) throws -> FileDescriptor {
+/// Opens a receipt with the caller's own rights; the daemon receives the
+/// descriptor, never the path. Whether its bytes are a whole JPEG, PNG or
+/// PDF file the daemon checks as it copies them (one check, the spool's
+/// too), answering `receipt_invalid` with the reason (exit status 65).
+/// - Parameter pathBytes: the path as given, which need not be UTF-8.
+func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
+    let path = String(decoding: pathBytes, as: UTF8.self).escapingControlCharacters()
     let fd: FileDescriptor
     do {
-        fd = try FileDescriptor.open(path, [.readOnly, .noCTTY, .nonBlocking])
+        fd = try FileDescriptor.open(pathBytes: pathBytes, [.readOnly, .noCTTY, .nonBlocking])
     } catch {
         throw ClientError(status: error.isPermissionDenied ? .noPermission : .noInput, message: "cannot open receipt '\(path)': \(error.reason)")
     }
     do {
         guard try fd.status().kind == .regular else {
             throw ClientError(status: .noInput, message: "receipt '\(path)' is not a regular file")
-        }
-        var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
-        let n = try fd.read(into: &head, at: 0)
-        guard n > 0 else { throw ClientError(status: .dataError, message: "receipt '\(path)' is empty") }
-        guard ReceiptKind.detect(head.prefix(n)) != nil else {
-            throw ClientError(status: .dataError, message: "receipt '\(path)' is not a JPEG, PNG or PDF file")
         }
     } catch let error as SystemCallError {
         throw ClientError(status: .noInput, message: "cannot read receipt '\(path)': \(error.reason)")
@@ -207,12 +217,15 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
             var attempts = [rejected > 0 ? "\(rejected) rejected" : nil, transient > 0 ? "\(transient) transient" : nil].compactMap { $0 }.joined(separator: ", ")
             if attempts.isEmpty { attempts = "0" }
             let waiting = job["state"] == "needs_attention" ? "-" : job.text("next_attempt_at")
-            table.rows.append([String(job.text("uuid").prefix(8)), job.text("kind"), job.text("state"), attempts, waiting, lastError])
+            // The whole uuid: its first digits are a version 7 timestamp, the same for a create and its receipt job.
+            table.rows.append([job.text("uuid"), job.text("kind"), job.text("state"), attempts, waiting, lastError])
         }
         text += "\n\nPending jobs:\n" + table.rendered
-        if jobs.contains(where: { $0["state"] == "needs_attention" }) {
-            let id = result.text("transaction_id")
-            text += "\n\nNot tried again until you decide: fix the cause, then 'expensectl retry \(id)'; or drop the pending work with 'expensectl discard \(id)'."
+        // Each stopped job's own hint (the daemon's, by why it stopped), once.
+        var hints: [String] = []
+        for hint in jobs.compactMap({ $0["hint"]?.stringValue }) where !hints.contains(hint) { hints.append(hint) }
+        if !hints.isEmpty {
+            text += "\n\nNot tried again until you decide. " + hints.joined(separator: "\n")
         }
     }
     Output.out(text)
@@ -244,14 +257,19 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         ("Oldest job", result.text("oldest_job_at")),
         ("Server", serverText(result)),
     ]
-    if result["credentials_needed"]?.boolValue == true {
+    if result["server"] == "needs_credentials" {
         lines.append(("Credentials", "needed: the server refused the token; fix the token file, then run 'expensectl sync'"))
     }
-    for (key, label) in [("last_contact_at", "Last contact"), ("last_error_class", "Last error"), ("spool_rejected", "Spool rejected"),
-                         ("state_dir", "State directory"), ("spool_dir", "Spool directory")] where result[key] != nil {
+    if result["server_url"]?.stringValue != nil {
+        lines.append(("Last contact", result["last_contact_at"]?.stringValue.map(timeText) ?? "never since the daemon started"))
+        if let at = result["last_error_at"]?.stringValue {
+            lines.append(("Last error", "\(result.text("last_error_class")) at \(timeText(at)): \(result.text("last_error"))"))
+        }
+    }
+    for (key, label) in [("spool_rejected", "Spool rejected"), ("state_dir", "State directory"), ("spool_dir", "Spool directory")] where result[key] != nil {
         var value = result.text(key)
         if key == "spool_rejected", (result[key]?.intValue ?? 0) > 0, let spool = result["spool_dir"]?.stringValue {
-            value += " since start (in \(spool)/rejected/, each with a .reason file)"
+            value += " (files in \(spool)/rejected/, each with a .reason file)"
         }
         lines.append((label, value))
     }
@@ -259,10 +277,16 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     return .success
 }
 
+/// A timestamp from the daemon with how long ago it was: "2026-11-30T09:15:02.123Z (12s ago)".
+func timeText(_ timestamp: String) -> String {
+    guard let milliseconds = Timestamp.parse(timestamp) else { return timestamp }
+    return "\(timestamp) (\(QueueSummary.age(milliseconds: Clock.wallMilliseconds - milliseconds)) ago)"
+}
+
 func serverText(_ status: JSONValue) -> String {
     let state = status.text("server")
     guard let url = status["server_url"]?.stringValue else { return "not configured (queueing only)" }
-    return "\(url) (\(state.replacingOccurrences("_", " ")))"
+    return "\(url) (\(state == "unknown" ? "not contacted yet" : state.replacingOccurrences("_", " ")))"
 }
 
 func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
@@ -287,13 +311,18 @@ extension String {
 }
 
 func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    var timeout: Double?
+    var timeout: Int64?
     if invocation.value("--timeout") != nil && !invocation.has("--wait") {
         throw ClientError(status: .usage, message: "--timeout applies to --wait only")
     }
     if let text = invocation.value("--timeout") {
-        guard let seconds = Double(text), seconds > 0 else { throw ClientError(status: .usage, message: "--timeout must be a positive number of seconds") }
-        timeout = seconds
+        // Read in integers: no value can overflow the deadline or be NaN.
+        guard let milliseconds = DurationText.milliseconds(text), milliseconds > 0 else {
+            throw ClientError(status: .usage, message: """
+                --timeout must be a duration from 1ms to 365 days, \(DurationText.syntax); not '\(text.prefix(64).description.escapingControlCharacters())'
+                """)
+        }
+        timeout = milliseconds
     }
     let client = try context.connect()
     let result = try client.call(["op": "sync", "refresh": .bool(invocation.has("--refresh"))])
@@ -302,7 +331,7 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         return .success
     }
     // Follow the queue until nothing is queued or sending.
-    let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0 * 1e9) }
+    let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0) * 1_000_000 }
     try client.send(["op": "watch"])
     let progress = Terminal.isTerminal(1) && !context.json
     var last: JSONValue = .null
@@ -357,16 +386,16 @@ func runStats(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
 }
 
 func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let changes = fields(from: invocation)
-    guard !changes.isEmpty else { throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00") }
+    let given = typedFields(invocation)
+    guard !given.isEmpty else { throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00") }
+    let changes: ExpenseFields
     do {
-        try Validation.check(changes, amountNeedsCurrency: false)
+        changes = try Validation.normalized(given, amountNeedsCurrency: false)
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
-    var set: [String: JSONValue] = [:]
-    for name in changes.setNames { set[name] = .string(changes[name]!) }
-    let result = try context.connect().call(["op": "edit", "ref": .string(invocation.positional[0].lowercased()), "set": .object(set)])
+    let request: [String: JSONValue] = ["op": "edit", "ref": .string(invocation.positional[0].lowercased()), "set": .object(changes.jsonMembers)]
+    let result = try context.connect().call(request)
     if context.json { context.printJSON(result) } else { Output.out("\(result.text("transaction_id")): edited (\(result.text("state")))") }
     return .success
 }

@@ -32,6 +32,8 @@ final class ControlClient {
                     Is the daemon running? Start it with 'systemctl start expensed' (or 'expensed' in a shell),
                     or point --socket (or EXPENSED_SOCKET) at its socket.
                     """)
+            } else if error.isNameTooLong {
+                throw ClientError(status: .usage, message: "cannot connect to expensed at '\(path)': the path is \(path.utf8.count) bytes; a Unix socket's path holds at most \(UnixSocket.maximumPathBytes)")
             } else if error.isPermissionDenied {
                 throw ClientError(status: .noPermission, message: "cannot connect to expensed at '\(path)': \(error.reason); ask to be added to the daemon's control group")
             }
@@ -59,10 +61,14 @@ final class ControlClient {
     /// or a socket whose daemon keeps failing to start, takes this long.
     static func answerTimeoutMilliseconds() throws -> Int32 {
         guard let text = Environment["EXPENSECTL_ANSWER_TIMEOUT"] else { return 30_000 }
-        guard let seconds = Double(text), seconds >= 0.1, seconds <= 86_400 else {
-            throw ClientError(status: .usage, message: "EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds from 0.1 to 86400, not '\(text)'")
+        let range = "from 0.1 to 86400 (or unset, for 30)"
+        guard !text.isEmpty else {
+            throw ClientError(status: .usage, message: "EXPENSECTL_ANSWER_TIMEOUT is set but empty; it must be a number of seconds \(range)")
         }
-        return Int32(seconds * 1000)
+        guard let milliseconds = DurationText.milliseconds(text), (100...86_400_000).contains(milliseconds) else {
+            throw ClientError(status: .usage, message: "EXPENSECTL_ANSWER_TIMEOUT must be a number of seconds \(range), not '\(text.prefix(64).description.escapingControlCharacters())'")
+        }
+        return Int32(milliseconds)
     }
 
     /// Sends one request without waiting for the answer.

@@ -23,19 +23,25 @@ public enum ExpenseCtl {
         return text
     }
 
-    public static func main(arguments: [String]) -> Int32 {
-        var arguments = arguments
-        if arguments.first == "help" {
+    /// Runs `expensectl` with `arguments` (after the program name), as the
+    /// kernel passed them: bytes that need not be UTF-8.
+    public static func main(arguments: [[UInt8]]) -> Int32 {
+        var arguments = arguments.map(Argument.init)
+        if arguments.first?.text == "help" {
             arguments.removeFirst()
-            arguments.append("--help")
+            arguments.append(Argument("--help".utf8))
         }
         let parsed: ParsedCommandLine
         do {
             parsed = try parseCommandLine(arguments, subcommands: subcommands, topHelp: topHelp)
         } catch {
-            let hint = error.subcommand.map { "expensectl \($0) --help" } ?? "expensectl --help"
-            Output.error("expensectl: \(error.message)\nTry '\(hint)' for more information.")
-            return ExitStatus.usage.rawValue
+            if error.status == .usage {
+                let hint = error.subcommand.map { "expensectl \($0) --help" } ?? "expensectl --help"
+                Output.error("expensectl: \(error.message)\nTry '\(hint)' for more information.")
+            } else {
+                Output.error("expensectl: \(error.message)")
+            }
+            return error.status.rawValue
         }
         switch parsed {
         case .help(let text):
@@ -45,9 +51,9 @@ public enum ExpenseCtl {
             Output.out("expensectl \(version)")
             return 0
         case .run(let subcommand, let invocation, let socket, let json):
-            let path = socket ?? Environment["EXPENSED_SOCKET"] ?? "/run/expensed/control.sock"
             do {
-                return try subcommand.run(invocation, Context(socketPath: path, json: json)).rawValue
+                let context = Context(socketPath: try socketPath(option: socket), json: json)
+                return try subcommand.run(invocation, context).rawValue
             } catch let error as ClientError {
                 Output.error("expensectl: \(error.message)")
                 return error.status.rawValue
@@ -56,5 +62,22 @@ public enum ExpenseCtl {
                 return ExitStatus.software.rawValue
             }
         }
+    }
+
+    /// Where the daemon listens: `--socket`, else `$EXPENSED_SOCKET`, else
+    /// the default. An empty one is refused, saying where it came from,
+    /// rather than tried as a path.
+    static func socketPath(option: String?) throws -> String {
+        if let option {
+            guard !option.isEmpty else { throw ClientError(status: .usage, message: "--socket needs a path, not an empty value") }
+            return option
+        }
+        if let variable = Environment["EXPENSED_SOCKET"] {
+            guard !variable.isEmpty else {
+                throw ClientError(status: .usage, message: "EXPENSED_SOCKET is set but empty; unset it, or set it to the path of expensed's control socket")
+            }
+            return variable
+        }
+        return "/run/expensed/control.sock"
     }
 }

@@ -1,3 +1,4 @@
+import ExpenseCore
 import Posix
 
 /// What `expensed`'s arguments asked for.
@@ -35,13 +36,15 @@ extension Configuration {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            switch name {
-            case "-h", "--help": return .help
-            case "--version": return .version
-            case "--foreground":
-                // Always in the foreground (systemd's Type=notify); accepted for scripts that say so.
-                continue
-            default: break
+            if ["-h", "--help", "--version", "--foreground"].contains(name) {
+                // Flags take no value, not even `--foreground=yes`: a value
+                // would be silently ignored, as in no other flag.
+                if inlineValue != nil { throw UsageError(message: "option '\(name)' takes no value") }
+                switch name {
+                case "--version": return .version
+                case "--foreground": continue // Always in the foreground (systemd's Type=notify); accepted for scripts that say so.
+                default: return .help
+                }
             }
             func value() throws(UsageError) -> String {
                 if let inlineValue { return inlineValue }
@@ -50,7 +53,9 @@ extension Configuration {
                 return arguments[index - 1]
             }
             if name == "--config" {
-                configFile = try value()
+                let file = try value()
+                guard !file.isEmpty else { throw UsageError(message: "option '--config' needs a file, not an empty value") }
+                configFile = file
                 configExplicit = true
                 continue
             }
@@ -79,6 +84,9 @@ extension Configuration {
             } catch {
                 throw UsageError(message: "\(key.flag): \(error.message)")
             }
+        }
+        if configuration.backoffBaseMilliseconds > configuration.backoffCapMilliseconds {
+            throw ConfigurationError("backoff_base (\(DurationText.describe(milliseconds: configuration.backoffBaseMilliseconds))) is longer than backoff_cap (\(DurationText.describe(milliseconds: configuration.backoffCapMilliseconds))): the first retry could not wait less than the longest")
         }
         return .run(configuration)
     }

@@ -50,20 +50,20 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "server", flag: "--server", valueName: "URL", help: "base URL of the expense server, or 'none' to queue only (default none)") { c, v throws(ConfigurationError) in c.serverURL = v == "none" ? nil : try url(v) },
         Key(name: "token_file", flag: "--token-file", valueName: "FILE", help: "file holding the bearer token (default: $CREDENTIALS_DIRECTORY/token)") { c, v throws(ConfigurationError) in c.tokenFile = try path(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
-        Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v) },
+        Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
-        Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, atLeast: 100) },
-        Key(name: "control_line_max", flag: "--control-line-max", valueName: "SIZE", help: "longest request line (default 1M)") { c, v throws(ConfigurationError) in c.controlLineMaxBytes = try size(v) },
-        Key(name: "drain_interval", flag: "--drain-interval", valueName: "DURATION", help: "retry timer while anything is pending (default 5s)") { c, v throws(ConfigurationError) in c.drainIntervalMilliseconds = try duration(v, atLeast: 100) },
-        Key(name: "backoff_base", flag: "--backoff-base", valueName: "DURATION", help: "first retry delay ceiling (default 1s)") { c, v throws(ConfigurationError) in c.backoffBaseMilliseconds = try duration(v, atLeast: 1) },
-        Key(name: "backoff_cap", flag: "--backoff-cap", valueName: "DURATION", help: "longest retry delay (default 5m)") { c, v throws(ConfigurationError) in c.backoffCapMilliseconds = try duration(v, atLeast: 1) },
+        Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, 100...day) },
+        Key(name: "control_line_max", flag: "--control-line-max", valueName: "SIZE", help: "longest request line (default 1M)") { c, v throws(ConfigurationError) in c.controlLineMaxBytes = try size(v, 1024...(64 << 20)) },
+        Key(name: "drain_interval", flag: "--drain-interval", valueName: "DURATION", help: "retry timer while anything is pending (default 5s)") { c, v throws(ConfigurationError) in c.drainIntervalMilliseconds = try duration(v, 100...day) },
+        Key(name: "backoff_base", flag: "--backoff-base", valueName: "DURATION", help: "first retry delay ceiling (default 1s)") { c, v throws(ConfigurationError) in c.backoffBaseMilliseconds = try duration(v, 1...hour) },
+        Key(name: "backoff_cap", flag: "--backoff-cap", valueName: "DURATION", help: "longest retry delay (default 5m)") { c, v throws(ConfigurationError) in c.backoffCapMilliseconds = try duration(v, 1...day) },
         Key(name: "max_attempts", flag: "--max-attempts", valueName: "N", help: "rejections before a job needs attention (default 5)") { c, v throws(ConfigurationError) in c.maxAttempts = try count(v, 1...1000) },
         Key(name: "concurrency", flag: "--concurrency", valueName: "N", help: "requests in flight at once (default 4)") { c, v throws(ConfigurationError) in c.concurrency = try count(v, 1...64) },
-        Key(name: "refresh_interval", flag: "--refresh-interval", valueName: "DURATION", help: "how often to fetch server changes (default 15m)") { c, v throws(ConfigurationError) in c.refreshIntervalMilliseconds = try duration(v, atLeast: 1000) },
-        Key(name: "connect_timeout", flag: "--connect-timeout", valueName: "DURATION", help: "connect timeout per request (default 10s)") { c, v throws(ConfigurationError) in c.connectTimeoutMilliseconds = try duration(v, atLeast: 100) },
-        Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v, atLeast: 1000) },
-        Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v) },
-        Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v) },
+        Key(name: "refresh_interval", flag: "--refresh-interval", valueName: "DURATION", help: "how often to fetch server changes (default 15m)") { c, v throws(ConfigurationError) in c.refreshIntervalMilliseconds = try duration(v, 1000...(7 * day)) },
+        Key(name: "connect_timeout", flag: "--connect-timeout", valueName: "DURATION", help: "connect timeout per request (default 10s)") { c, v throws(ConfigurationError) in c.connectTimeoutMilliseconds = try duration(v, 100...(10 * minute)) },
+        Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v, 1000...day) },
+        Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar, and 20 times that a truncated one for its writer (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v, 0...hour) },
+        Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = LogTarget(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target
@@ -148,41 +148,51 @@ private func url(_ v: String) throws(ConfigurationError) -> String {
     return u
 }
 
+/// Digits only: `Int("+5")` and `Int("-0")` would pass.
+private func wholeNumber(_ v: Substring) -> Int? {
+    guard !v.isEmpty, v.count <= 18, v.allSatisfy({ $0 >= "0" && $0 <= "9" }) else { return nil }
+    return Int(v)
+}
+
 private func count(_ v: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-    guard let n = Int(v), range.contains(n) else {
+    guard let n = wholeNumber(Substring(v)), range.contains(n) else {
         throw ConfigurationError("must be a whole number from \(range.lowerBound) to \(range.upperBound)")
     }
     return n
 }
 
-/// `250ms`, `5s`, `15m`, `1h`, or plain seconds; at least `atLeast` ms
-/// (a zero timeout would mean none at all, a zero interval a busy loop).
-func duration(_ v: String, atLeast minimum: Int64 = 0) throws(ConfigurationError) -> Int64 {
-    let value = try parseDuration(v)
-    guard value >= minimum else {
-        throw ConfigurationError("must be at least \(minimum >= 1000 && minimum % 1000 == 0 ? "\(minimum / 1000)s" : "\(minimum)ms")")
+private let minute: Int64 = 60_000
+private let hour: Int64 = 3_600_000
+private let day: Int64 = 86_400_000
+
+/// A duration in ``DurationText``'s syntax (`250ms`, `5s`, `1.5m`, `1h`, `2d`,
+/// or plain seconds) within `range` ms: a zero timeout would mean none at
+/// all, a zero interval a busy loop, and a year-long one a hung daemon.
+func duration(_ v: String, _ range: ClosedRange<Int64>) throws(ConfigurationError) -> Int64 {
+    let bounds = "from \(DurationText.describe(milliseconds: range.lowerBound)) to \(DurationText.describe(milliseconds: range.upperBound))"
+    guard let value = DurationText.milliseconds(v) else {
+        throw ConfigurationError("must be a duration \(bounds), like 250ms, 5s, 15m or 1h")
     }
+    guard range.contains(value) else { throw ConfigurationError("must be \(bounds)") }
     return value
 }
 
-private func parseDuration(_ v: String) throws(ConfigurationError) -> Int64 {
-    let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
-    for (suffix, factor) in units where v.hasSuffix(suffix) {
-        let number = v.dropLast(suffix.count)
-        if let n = Int64(number), n >= 0, n <= 365 * 86_400_000 / factor { return n * factor }
-        throw ConfigurationError("must be a duration like 250ms, 5s, 15m or 1h")
+/// `1024`, `512K`, `25M`, `1G` (binary multiples; `KiB`, `MiB`, `GiB` too), within `range` bytes.
+func size(_ v: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    func describe(_ n: Int) -> String {
+        for (suffix, unit) in [("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] where n >= unit && n % unit == 0 { return "\(n / unit)\(suffix)" }
+        return "\(n)"
     }
-    if let n = Int64(v), n >= 0, n <= 365 * 86_400 { return n * 1000 }
-    throw ConfigurationError("must be a duration like 250ms, 5s, 15m or 1h")
-}
-
-/// `1024`, `512K`, `25M`, `1G` (binary multiples; `KiB`, `MiB`, `GiB` too).
-func size(_ v: String) throws(ConfigurationError) -> Int {
+    let bounds = "from \(describe(range.lowerBound)) to \(describe(range.upperBound))"
     let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)]
-    for (suffix, factor) in units where v.hasSuffix(suffix) {
-        if let n = Int(v.dropLast(suffix.count)), n > 0, n <= (4 << 30) / factor { return n * factor }
-        throw ConfigurationError("must be a size like 1048576, 512K or 25M")
+    var number = Substring(v), factor = 1
+    if let unit = units.first(where: { v.hasSuffix($0.0) }) {
+        number = number.dropLast(unit.0.count)
+        factor = unit.1
     }
-    if let n = Int(v), n > 0, n <= 4 << 30 { return n }
-    throw ConfigurationError("must be a size like 1048576, 512K or 25M")
+    guard let n = wholeNumber(number), case let (bytes, false) = n.multipliedReportingOverflow(by: factor) else {
+        throw ConfigurationError("must be a size \(bounds), like 1048576, 512K or 25M")
+    }
+    guard range.contains(bytes) else { throw ConfigurationError("must be \(bounds)") }
+    return bytes
 }

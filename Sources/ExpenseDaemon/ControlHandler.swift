@@ -89,7 +89,7 @@ final class ControlHandler: Sendable {
         case let error as ReceiptError:
             switch error {
             case .tooLarge: return ControlFailure(id: id, .receiptTooLarge, error.description, field: "receipt")
-            case .invalid: return ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt")
+            case .invalid, .truncated: return ControlFailure(id: id, .receiptInvalid, error.description, field: "receipt")
             case .io:
                 logger.error("Failed to store a receipt: \(error)")
                 return ControlFailure(id: id, .storageFailed, error.description)
@@ -197,8 +197,15 @@ final class ControlHandler: Sendable {
         object["state_dir"] = .string(configuration.stateDirectory)
         object["spool_dir"] = .string(configuration.spoolDirectory)
         object["device_id"] = .string(store.deviceID)
-        object["credentials_needed"] = .bool(summary.server == .needsCredentials)
-        for (key, value) in drainer?.statusFields() ?? [:] { object[key] = value }
+        if drainer != nil {
+            // As of the last contact: `server` above says what it is now.
+            let health = publisher.serverHealth
+            func time(_ milliseconds: Int64?) -> JSONValue { milliseconds.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null }
+            object["last_contact_at"] = time(health.lastContactMilliseconds)
+            object["last_error_class"] = .string(health.lastError?.errorClass)
+            object["last_error"] = .string(health.lastError?.message)
+            object["last_error_at"] = time(health.lastError?.milliseconds)
+        }
         return .object(object)
     }
 }

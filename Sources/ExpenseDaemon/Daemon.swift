@@ -38,6 +38,11 @@ public enum Daemon {
             return ExitStatus.config.rawValue
         }
 
+        if let problem = FaultPoints.problem {
+            printError("EXPENSED_FAULT: \(problem)")
+            return ExitStatus.config.rawValue
+        }
+
         let logger = Logger(target: configuration.logTarget)
         do {
             return try await serve(configuration, signals: signals, logger: logger)

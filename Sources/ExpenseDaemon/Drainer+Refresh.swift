@@ -39,22 +39,26 @@ extension Drainer {
                                                  connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                                  totalTimeoutMilliseconds: configuration.requestTimeoutMilliseconds)) {
             case .failure(let error):
-                noteUnreachable("Server unreachable (\(error)); refresh and sending wait for it")
+                noteUnreachable("Server unreachable (\(error)); refresh and sending wait for it", reason: "\(error)")
                 return .unreachable
             case .success(let r):
                 response = r
             }
             markProgress()
-            noteContact()
-            if response.status == 401 || response.status == 403 {
+            let now = Clock.wallMilliseconds
+            if Sent.isRefusal(response.status) {
+                noteAnswer { $0.answered(at: now) }
                 return pauseForCredentials(refusedGeneration: generation, status: response.status) ? .credentials : nil
             }
             guard (200..<300).contains(response.status) else {
-                logger.warning("Refresh failed: server answered \(ServerError(body: response.body).summary(status: response.status)); trying again at the next refresh")
+                let error = ServerError(body: response.body)
+                let summary = error.summary(status: response.status)
+                noteAnswer { $0.failed(Outcome.classify(status: response.status, errorCode: error.code).className, "refresh: \(summary)", at: now) }
+                logger.warning("Refresh failed: server answered \(summary); trying again at the next refresh")
                 state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }
                 return nil
             }
-            publisher.setServerState(.ok)
+            noteAnswer { $0.succeeded(at: now) }
             guard let page = Page(body: response.body) else {
                 logger.warning("Refresh failed: the server's listing is not what contract.md describes; trying again at the next refresh")
                 state.withLock { $0.lastRefresh = Clock.monotonicNanoseconds }

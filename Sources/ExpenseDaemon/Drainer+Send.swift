@@ -102,13 +102,14 @@ extension Drainer {
             // sent: a create takes the edits or the delete made meanwhile.
             let dropped = try? await store.requeue(job, error: "no answer: \(error)", errorClass: "transport", wasSent: error.requestSent)
             noteUnreachable("Server unreachable (\(error)); \(job.kind.rawValue) stays queued, no attempt counted",
-                            transactionID: job.transactionID, jobUUID: job.uuid)
+                            reason: "\(error)", transactionID: job.transactionID, jobUUID: job.uuid)
             if let dropped { noteDropped([dropped]) }
             publisher.markChanged()
             return .unreachable
         case .success(let response)?:
             precondition(Sent.isRefusal(response.status), "plain answers are recorded in batches")
-            noteContact()
+            let now = Clock.wallMilliseconds
+            noteAnswer { $0.answered(at: now) }
             _ = try? await store.requeue(job, error: ServerError(body: response.body).summary(status: response.status),
                                      errorClass: "auth", wasSent: true)
             // Refused with a token that has been replaced since: try again with the new one.
@@ -128,9 +129,8 @@ extension Drainer {
     /// retry policy decides each job's fate, one transaction stores them,
     /// then receipt files go and each outcome is logged.
     func record(_ answers: [(OutboxJob, HTTPResponse)]) async {
-        noteContact()
-        publisher.setServerState(.ok)
         let now = Clock.wallMilliseconds
+        noteAnswer { $0.answered(at: now) }
         let updates = answers.map { job, response in
             (job: job, update: policy.update(for: job, status: response.status, body: response.body,
                                              retryAfter: response.header("retry-after"), now: now, random: { Double.random(in: 0...1) }),
@@ -167,7 +167,8 @@ extension Drainer {
         switch update {
         case .applied(let expense):
             let latency = Clock.wallMilliseconds - job.createdMilliseconds
-            state.withLock { $0.stats.recordApplied(latencyMilliseconds: latency); $0.lastErrorClass = nil }
+            state.withLock { $0.stats.recordApplied(latencyMilliseconds: latency) }
+            publisher.updateServer { $0.succeeded(at: Clock.wallMilliseconds) }
             logger.info("Applied \(what) (\(status)\(replayed ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid,
                         messageID: job.kind == .receipt ? .receiptUploaded : .expenseApplied)
             if expense == nil && job.kind != .delete {
@@ -179,13 +180,15 @@ extension Drainer {
         case .requeue:
             break
         case .retry(let next, _, _, let error, let errorClass):
-            state.withLock { $0.lastErrorClass = errorClass; $0.stats.recordFailure(errorClass) }
+            state.withLock { $0.stats.recordFailure(errorClass) }
+            publisher.updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
             let delay = max(next - Clock.wallMilliseconds, 0)
             logger.notice("Server answered \(error) to \(what) (\(errorClass)); retrying in \(QueueSummary.age(milliseconds: delay))",
                           transactionID: job.transactionID, jobUUID: job.uuid)
         case .needsAttention(let attempts, let transient, let error, let errorClass):
-            state.withLock { $0.lastErrorClass = errorClass; $0.stats.recordFailure(errorClass) }
-            logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). Use 'expensectl retry' or 'expensectl discard'",
+            state.withLock { $0.stats.recordFailure(errorClass) }
+            publisher.updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
+            logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). \(AttentionHint.text(errorClass: errorClass, transactionID: job.transactionID))",
                            transactionID: job.transactionID, jobUUID: job.uuid, messageID: .needsAttention)
         }
     }

@@ -21,11 +21,10 @@ final class Drainer: Sendable {
     private let triggered: AsyncStream<Void>.Continuation
     let state = Mutex(State())
 
+    /// The pass's own bookkeeping. What is known of the server (reachable,
+    /// refusing the token, the last error) is not here: it is the
+    /// publisher's ``ServerHealth``, which only this type changes.
     struct State: ~Copyable {
-        /// The server refused the token: nothing is sent until it changes or `sync`.
-        var paused = false
-        /// The token file's generation that was refused.
-        var pausedGeneration = 0
         /// `sync` asked for a pass even while paused.
         var forced = false
         var refreshRequested = false
@@ -33,10 +32,6 @@ final class Drainer: Sendable {
         /// A pass is running, and the monotonic time of its last progress.
         var passing = false
         var lastProgress: UInt64 = 0
-        var lastContact: Int64?
-        var lastErrorClass: String?
-        /// Whether the last contact attempt found no server (logged once per outage).
-        var unreachable = false
         var stats = SyncStats()
         var timer: Task<Void, Never>?
         /// The daemon is stopping: claim nothing more.
@@ -72,11 +67,20 @@ final class Drainer: Sendable {
     }
 
     /// `sync`: a pass now, even when paused for credentials; with `refresh`,
-    /// fetch the server's changes first.
+    /// fetch the server's changes first. The token file is read and a pause
+    /// ended before this returns, so what the caller sees next (say the
+    /// summary `sync --wait` follows) is the truth from now on, not the
+    /// refusal of a token that has just been replaced.
     func sync(refresh: Bool) {
+        tokens.reloadIfChanged()
+        let generation = tokens.generation
         state.withLock {
             $0.forced = true
             if refresh { $0.refreshRequested = true }
+        }
+        if publisher.serverHealth.isPaused {
+            publisher.updateServer { $0.resume(tokenGeneration: generation, force: true) }
+            logger.info("Sending resumed on request; the token file is used as it is now")
         }
         trigger()
     }
@@ -117,22 +121,19 @@ final class Drainer: Sendable {
     private func pass() async {
         let tokenChanged = tokens.reloadIfChanged()
         let generation = tokens.generation
-        let (paused, forced) = state.withLock { state -> (Bool, Bool) in
-            // A token file read since the refusal (here or during a send) ends the pause.
-            if state.paused && generation != state.pausedGeneration { state.paused = false }
+        let forced = state.withLock { state -> Bool in
             defer { state.forced = false }
-            return (state.paused, state.forced)
+            return state.forced
         }
+        // A token file read since the refusal (here or during a send) ends
+        // the pause, and so does `sync`.
+        let paused = publisher.updateServer { $0.resume(tokenGeneration: generation, force: forced) }
         if tokenChanged {
             let (token, problem, _) = tokens.current()
             if token != nil { logger.info("Token file read; sending with its token") }
             else if let problem { logger.warning("\(problem); requests go without credentials") }
         }
-        if paused && !forced { return }
-        if paused {
-            state.withLock { $0.paused = false }
-            publisher.setServerState(.unknown)
-        }
+        if paused { return }
         begin()
         // A job whose answer could not be recorded last time (say, a full
         // disk) is still marked sending; nothing is in flight between passes.
@@ -142,7 +143,7 @@ final class Drainer: Sendable {
         if stop == nil && refreshDue() { stop = await refresh() }
         if stop == .unreachable {
             // Counted once per pass that found the server unreachable.
-            state.withLock { $0.lastErrorClass = "transport"; $0.stats.recordFailure("transport") }
+            state.withLock { $0.stats.recordFailure("transport") }
             try? await store.countTransportFailure()
         }
         end()
@@ -157,45 +158,36 @@ final class Drainer: Sendable {
 
     /// Pauses sending after the server refused the token of `generation`,
     /// unless the token file changed since that request went out.
-    /// - Returns: true when this starts a pause (to log it once).
+    /// - Returns: true when sending is paused.
     func pauseForCredentials(refusedGeneration: Int, status: Int) -> Bool {
         tokens.reloadIfChanged()
         guard refusedGeneration == tokens.generation else { return false }
-        let first = state.withLock { state -> Bool in
-            defer {
-                state.paused = true
-                state.pausedGeneration = refusedGeneration
-                state.lastErrorClass = "auth"
-                state.stats.recordFailure("auth")
-            }
-            return !state.paused
-        }
+        let first = publisher.updateServer { $0.refused(tokenGeneration: refusedGeneration, status: status, at: Clock.wallMilliseconds) }
+        state.withLock { $0.stats.recordFailure("auth") }
         if first {
             logger.error("Server refused the credentials (\(status)); sending is paused until the token file changes or 'expensectl sync'",
                          messageID: .authPaused)
         }
-        publisher.setServerState(.needsCredentials)
         return true
     }
 
-    /// Notes a transport failure; logs it only when it starts an outage.
-    func noteUnreachable(_ message: String, transactionID: String? = nil, jobUUID: String? = nil) {
-        let first = state.withLock { state -> Bool in
-            defer { state.unreachable = true }
-            return !state.unreachable
-        }
+    /// Notes a transport failure (`reason`, the transport's own words);
+    /// logs `message` at warning level only when it starts an outage.
+    func noteUnreachable(_ message: String, reason: String, transactionID: String? = nil, jobUUID: String? = nil) {
+        let first = publisher.updateServer { $0.unreachable(reason, at: Clock.wallMilliseconds) }
         if first { logger.warning(message, transactionID: transactionID, jobUUID: jobUUID) }
         else { logger.debug(message, transactionID: transactionID, jobUUID: jobUUID) }
-        publisher.setServerState(.unreachable)
     }
 
-    /// Notes an HTTP answer, whatever its status: the server is there.
-    func noteContact() {
-        let was = state.withLock { state -> Bool in
-            defer { state.unreachable = false; state.lastContact = Clock.wallMilliseconds }
-            return state.unreachable
+    /// Notes what an HTTP answer says of the server (it is there), with
+    /// `outcome` applied to its health; logs the end of an outage.
+    func noteAnswer(_ outcome: (inout ServerHealth) -> Void) {
+        let wasUnreachable = publisher.updateServer { health -> Bool in
+            let was = health.state == .unreachable
+            outcome(&health)
+            return was
         }
-        if was { logger.notice("Server reachable again") }
+        if wasUnreachable { logger.notice("Server reachable again") }
     }
 
     func markProgress() {
@@ -238,8 +230,13 @@ final class Drainer: Sendable {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))
             }
         }
-        let (paused, lastRefresh) = state.withLock { ($0.paused, $0.lastRefresh) }
-        if paused { wake = wake ?? interval }
+        let lastRefresh = state.withLock { $0.lastRefresh }
+        // Paused, the next pass looks for a new token file; with the server
+        // unreachable (or not yet contacted), it looks for the server: the
+        // refresh that is due then is what tells it is back, within one
+        // interval, even with nothing queued.
+        let health = publisher.serverHealth
+        if health.isPaused || health.wantsContact { wake = wake ?? interval }
         if let lastRefresh {
             let elapsed = Int64((Clock.monotonicNanoseconds - lastRefresh) / 1_000_000)
             let untilRefresh = max(configuration.refreshIntervalMilliseconds - elapsed, 0)
@@ -257,22 +254,17 @@ final class Drainer: Sendable {
         }
     }
 
+    /// A refresh is due at the refresh interval, on request, and whenever
+    /// the server's state is not known now (unreachable, or not contacted
+    /// since start or since a pause ended): a listing since the last cursor
+    /// is one small request, normally empty, and the cheapest that proves
+    /// both that the server answers and that it takes the token.
     private func refreshDue() -> Bool {
-        state.withLock { state in
+        if publisher.serverHealth.wantsContact { return true }
+        return state.withLock { state in
             guard let last = state.lastRefresh else { return true }
             if state.refreshRequested { return true }
             return Clock.monotonicNanoseconds - last >= UInt64(configuration.refreshIntervalMilliseconds) * 1_000_000
-        }
-    }
-
-    /// Status fields the sync engine owns.
-    func statusFields() -> [String: JSONValue] {
-        state.withLock { state in
-            [
-                "last_contact_at": state.lastContact.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null,
-                "last_error_class": .string(state.lastErrorClass),
-                "paused": .bool(state.paused),
-            ]
         }
     }
 

@@ -20,36 +20,57 @@ public enum FaultPoints {
             case "kill": self = .kill
             case "hang": self = .hang
             default:
-                guard text.hasPrefix("sleep="), let ms = UInt32(text.dropFirst(6)) else { return nil }
-                self = .sleep(milliseconds: ms)
+                guard text.hasPrefix("sleep="), let ms = number(text.dropFirst(6), 0...600_000) else { return nil }
+                self = .sleep(milliseconds: UInt32(ms))
             }
         }
     }
-    struct Armed {
+    struct Armed: Equatable {
         let action: Action
         let onHit: Int
     }
 
-    static let armed: [String: Armed] = parse(Environment["EXPENSED_FAULT"] ?? "")
+    static let parsed = parse(Environment["EXPENSED_FAULT"] ?? "")
+    static let armed: [String: Armed] = (try? parsed.get()) ?? [:]
     static let hits = Mutex<[String: Int]>([:])
 
-    static func parse(_ text: String) -> [String: Armed] {
+    /// Why `EXPENSED_FAULT` cannot be used, if it cannot: the daemon then
+    /// refuses to start, rather than run with a fault other than the one
+    /// asked for (a misspelt action once meant `kill`).
+    public static var problem: String? {
+        guard case .failure(let problem) = parsed else { return nil }
+        return problem.message
+    }
+
+    struct Problem: Error, Equatable {
+        let message: String
+    }
+
+    /// Parses `point[:kill|hang|sleep=MS][@HIT],…`; HIT from 1 to 1000000, MS at most 600000.
+    static func parse(_ text: String) -> Result<[String: Armed], Problem> {
         var result: [String: Armed] = [:]
         for spec in text.split(separator: ",") {
             var name = Substring(spec)
             var onHit = 1
             if let at = name.firstIndex(of: "@") {
-                onHit = Int(name[name.index(after: at)...]) ?? 1
+                guard let n = number(name[name.index(after: at)...], 1...1_000_000) else {
+                    return .failure(Problem(message: "'\(spec)': the hit after '@' must be a whole number from 1 to 1000000"))
+                }
+                onHit = n
                 name = name[..<at]
             }
             var action = Action.kill
             if let colon = name.firstIndex(of: ":") {
-                action = Action(name[name.index(after: colon)...]) ?? .kill
+                guard let parsed = Action(name[name.index(after: colon)...]) else {
+                    return .failure(Problem(message: "'\(spec)': the action must be kill, hang or sleep=MS (MS at most 600000)"))
+                }
+                action = parsed
                 name = name[..<colon]
             }
+            guard !name.isEmpty else { return .failure(Problem(message: "'\(spec)' names no fault point")) }
             result[String(name)] = Armed(action: action, onHit: onHit)
         }
-        return result
+        return .success(result)
     }
 
     /// Marks that execution reached `point`; crashes or hangs here when armed.
@@ -74,4 +95,10 @@ public enum FaultPoints {
             usleep(milliseconds * 1000)
         }
     }
+}
+
+/// Digits only, within `range`.
+private func number(_ text: Substring, _ range: ClosedRange<Int>) -> Int? {
+    guard !text.isEmpty, text.count <= 9, text.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int(text), range.contains(n) else { return nil }
+    return n
 }

@@ -1,3 +1,4 @@
+import Digest
 import ExpenseCore
 import Posix
 
@@ -6,8 +7,19 @@ import Posix
 public struct StagedReceipt: Sendable, Equatable {
     /// The receipt job's UUID, which also names the file.
     public let jobUUID: String
+    /// The kind its bytes are, whatever the name it came with.
     public let kind: ReceiptKind
     public let size: Int
+    /// SHA-256 of the bytes copied, when the copy was asked to compute it
+    /// (the spool records it to recognize the file after a crash).
+    public let digest: [UInt8]?
+
+    public init(jobUUID: String, kind: ReceiptKind, size: Int, digest: [UInt8]? = nil) {
+        self.jobUUID = jobUUID
+        self.kind = kind
+        self.size = size
+        self.digest = digest
+    }
 
     /// `<uuid>.<ext>`, inside the receipts directory.
     public var fileName: String { "\(jobUUID).\(kind.fileExtension)" }
@@ -16,16 +28,23 @@ public struct StagedReceipt: Sendable, Equatable {
 /// Why a receipt was not taken.
 public enum ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooLarge(limit: Int)
+    /// Not a receipt (not a regular file, empty, not JPEG, PNG or PDF, damaged).
     case invalid(String)
+    /// A valid start of a receipt of this kind that ends before its
+    /// structure does: perhaps still being written.
+    case truncated(ReceiptKind, String)
     case io(SystemCallError)
 
-    public var description: String {
+    /// Why, as a predicate about the file: "is truncated: …".
+    public var reason: String {
         switch self {
-        case .tooLarge(let limit): "receipt is larger than the limit of \(limit) bytes"
-        case .invalid(let why): why
-        case .io(let error): "cannot store receipt: \(error)"
+        case .tooLarge(let limit): "is larger than the limit of \(limit) bytes"
+        case .invalid(let why), .truncated(_, let why): why
+        case .io(let error): "cannot be stored: \(error)"
         }
     }
+
+    public var description: String { "receipt \(reason)" }
 }
 
 /// `receipts/` beside the database: the bytes of receipts waiting to be
@@ -40,26 +59,31 @@ public final class ReceiptDirectory: Sendable {
 
     public func filePath(_ fileName: String) -> String { "\(path)/\(fileName)" }
 
+    /// How much is read and written at a time: small enough that the
+    /// buffers of copies running at once, which malloc keeps for reuse,
+    /// stay a small part of the daemon's memory.
+    static let chunkSize = 64 * 1024
+
     /// Copies the receipt in `source` into a new file, durably: temporary
     /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with
-    /// `pread`, whatever the descriptor's position. Blocking.
-    /// - Throws: ``ReceiptError`` when `source` is not a regular file, is
-    ///   empty, larger than `maxBytes`, or not JPEG, PNG or PDF by its bytes.
-    public func stage(from source: FileDescriptor, jobUUID: String, maxBytes: Int) throws(ReceiptError) -> StagedReceipt {
+    /// `pread`, whatever the descriptor's position, in chunks that are
+    /// checked (``ReceiptValidator``) and written as they come: a receipt
+    /// is stored only when its bytes are a whole JPEG, PNG or PDF file, of
+    /// the kind they show. Blocking.
+    /// - Parameter digesting: also compute the SHA-256 of the bytes copied
+    ///   (``StagedReceipt/digest``).
+    /// - Throws: ``ReceiptError``: `.truncated` when the bytes end before
+    ///   their structure does; `.invalid` when `source` is not a regular
+    ///   file, is empty, not a receipt or damaged; `.tooLarge` past
+    ///   `maxBytes`; `.io` when it cannot be read or stored.
+    public func stage(from source: FileDescriptor, jobUUID: String, maxBytes: Int, digesting: Bool = false) throws(ReceiptError) -> StagedReceipt {
         // The client opened it: it may be write-only or a mere O_PATH handle.
-        guard source.isOpenForReading else { throw .invalid("receipt descriptor is not open for reading") }
+        guard source.isOpenForReading else { throw .invalid("is not open for reading") }
         let status: FileStatus
         do { status = try source.status() } catch { throw .io(error) }
-        guard status.kind == .regular else { throw .invalid("receipt is not a regular file") }
+        guard status.kind == .regular else { throw .invalid("is not a regular file") }
         guard status.size <= maxBytes else { throw .tooLarge(limit: maxBytes) }
-
-        var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
-        let headCount: Int
-        do { headCount = try source.read(into: &head, at: 0) } catch { throw .io(error) }
-        guard headCount > 0 else { throw .invalid("receipt is empty") }
-        guard let kind = ReceiptKind.detect(head.prefix(headCount)) else {
-            throw .invalid("receipt is not a JPEG, PNG or PDF file (by its first bytes)")
-        }
+        guard status.size > 0 else { throw .invalid("is empty") }
 
         let temporary = "\(path)/.\(jobUUID).tmp"
         let output: FileDescriptor
@@ -69,18 +93,33 @@ public final class ReceiptDirectory: Sendable {
             throw .io(error)
         }
         do throws(ReceiptError) {
-            // Copied in the kernel; the digest is computed when it is sent,
-            // so the acknowledgement waits only for the bytes to be durable.
+            var validator = ReceiptValidator()
+            var hasher: SHA256? = digesting ? SHA256() : nil
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
             var offset: Int64 = 0
             while true {
                 let n: Int
-                do { n = try output.copy(from: source, offset: &offset, count: maxBytes + 1 - Int(offset)) } catch { throw .io(error) }
-                if offset > Int64(maxBytes) { throw .tooLarge(limit: maxBytes) }
+                do { n = try source.read(into: buffer, at: offset) } catch { throw .io(error) }
                 if n == 0 { break }
+                offset += Int64(n)
+                if offset > Int64(maxBytes) { throw .tooLarge(limit: maxBytes) }
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                validator.append(chunk)
+                // Damaged already: the rest cannot mend it.
+                if validator.hasFailed, case .invalid(let why) = validator.verdict { throw .invalid(why) }
+                hasher?.update(chunk)
+                do { try output.writeAll(chunk) } catch { throw .io(error) }
             }
             // A file that grew or shrank while it was copied is not the one the client meant.
-            guard offset == status.size else { throw ReceiptError.invalid("receipt changed while it was being read") }
-            let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset))
+            guard offset == status.size else { throw ReceiptError.invalid("changed while it was being read") }
+            let kind: ReceiptKind
+            switch validator.verdict {
+            case .complete(let found): kind = found
+            case .truncated(let found, let why): throw .truncated(found, why)
+            case .invalid(let why): throw .invalid(why)
+            }
+            let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset), digest: hasher.take()?.finalize())
             do {
                 try output.sync()
                 try FileSystem.rename(temporary, to: filePath(staged.fileName))

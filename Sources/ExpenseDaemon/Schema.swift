@@ -95,5 +95,36 @@ enum Schema {
                 PRIMARY KEY (device, inode)
             );
             """),
+        Migration(version: 2, sql: """
+            -- A spool file taken is recognized after a crash only by what the
+            -- daemon recorded itself, never by what a new file can share with
+            -- it (an inode the file system handed out again, a size, an mtime
+            -- a writer copied): the private name it is renamed to before its
+            -- removal, chosen before the commit and unique to the intake (it
+            -- is made of the job's client id); the SHA-256 of the bytes read;
+            -- and the inode's change time (st_ctim), which no writer can set.
+            -- Rows of schema 1 have neither digest nor change time: they
+            -- prove nothing, and start-up takes their files again rather than
+            -- remove one that may be new (docs/spool.md, crash safety). Their
+            -- private name was '.expensed-taken-<inode>', unique per device.
+            CREATE TABLE spool_intake_new (
+                taken_name BLOB NOT NULL,
+                name BLOB NOT NULL,
+                device INTEGER NOT NULL,
+                inode INTEGER NOT NULL,
+                size INTEGER NOT NULL,
+                modified INTEGER NOT NULL,
+                changed INTEGER,
+                digest BLOB,
+                client_id TEXT NOT NULL,
+                taken_at INTEGER NOT NULL,
+                PRIMARY KEY (taken_name, device)
+            );
+            INSERT INTO spool_intake_new (taken_name, name, device, inode, size, modified, changed, digest, client_id, taken_at)
+                SELECT CAST('.expensed-taken-' || inode AS BLOB), name, device, inode, size, modified, NULL, NULL, client_id, taken_at
+                FROM spool_intake;
+            DROP TABLE spool_intake;
+            ALTER TABLE spool_intake_new RENAME TO spool_intake;
+            """),
     ]
 }

@@ -45,14 +45,21 @@ final class SpoolService: Sendable {
             throw Daemon.StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
         let intake = SpoolIntake(directory: directory, store: store, publisher: publisher, logger: logger,
-                                 maxBytes: configuration.spoolMaxBytes, onQueued: onQueued)
+                                 maxBytes: configuration.spoolMaxBytes, settleMilliseconds: configuration.spoolSettleMilliseconds,
+                                 onQueued: onQueued)
         try SpoolSetup.finishInterruptedIntakes(directory: directory, store: store, intake: intake, logger: logger)
         let watcher: SpoolWatcher
         do {
-            watcher = try SpoolWatcher(directory: directory, inotify: inotify,
-                                       settleMilliseconds: configuration.spoolSettleMilliseconds, logger: logger)
+            // Watched before the watcher's first act, counting it, so that
+            // no change after the count is missed.
+            let rejectedWatch = try inotify.addWatch("\(path)/\(SpoolDirectory.rejectedName.displayName)",
+                                                     [.movedTo, .movedFrom, .create, .delete, .onlyDirectory, .dontFollow])
+            watcher = try SpoolWatcher(directory: directory, inotify: inotify, rejectedWatch: rejectedWatch,
+                                       settleMilliseconds: configuration.spoolSettleMilliseconds, logger: logger) { count in
+                publisher.setSpoolRejected(count)
+            }
         } catch {
-            throw Daemon.StartupFailure(code: .osError, message: "Failed to create spool watcher: \(error.reason)")
+            throw Daemon.StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
         watcher.start()
         return SpoolService(directory: directory, watcher: watcher, intake: intake, logger: logger)
@@ -72,12 +79,12 @@ final class SpoolService: Sendable {
                 case .copyEarly(let name):
                     // Begun here, in order, so that the receipt's take,
                     // which comes later, finds it and waits for it.
-                    let ticket = intake.earlyCopies.begin(name)
+                    guard let ticket = intake.earlyCopies.begin(name) else { continue }
                     group.addTask { [self] in await intake.copyEarly(name, ticket: ticket) }
                 case .take(let take):
                     group.addTask { [self] in
                         let outcome = await intake.take(take)
-                        watcher.finished(take, retryAfter: outcome == .retryLater ? SpoolIntake.retryMilliseconds : nil)
+                        watcher.finished(take, retryAfter: outcome.retryAfter)
                     }
                 }
                 running += 1

@@ -1,3 +1,4 @@
+import Digest
 import ExpenseCore
 import Posix
 
@@ -7,6 +8,20 @@ struct SpoolFile: Sendable {
     let name: FileName
     let descriptor: FileDescriptor
     let status: FileStatus
+}
+
+/// A file while it exists: its device and inode. Nothing else can have
+/// them while the daemon holds the file open; once it is closed and
+/// removed, a new file can get them at once (ext4 hands a freed inode out
+/// again), so they identify a file only while it is held.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ status: FileStatus) {
+        device = status.device
+        inode = status.inode
+    }
 }
 
 /// What looking at a spool name found.
@@ -101,9 +116,16 @@ final class SpoolDirectory: Sendable {
         try descriptor.entries().filter { !Self.isIgnored($0) }.sorted()
     }
 
-    /// The name a taken file has while it is being removed: private (the
-    /// watcher ignores dot names) and unique (its inode, while it exists).
-    static func takenName(inode: UInt64) -> FileName {
+    /// The private name the `index`th file an intake takes has while it
+    /// is being removed. A dot name (never taken), made of the job's client
+    /// id, chosen before the commit: no other intake makes it, and no
+    /// writer can guess it (a random UUID, in a spool writers cannot list).
+    static func takenName(clientID: String, index: Int) -> FileName {
+        FileName(".expensed-taken-\(clientID)-\(index)")!
+    }
+
+    /// The private name an older version gave a taken file: its inode.
+    static func legacyTakenName(inode: UInt64) -> FileName {
         FileName(".expensed-taken-\(inode)")!
     }
 
@@ -111,7 +133,7 @@ final class SpoolDirectory: Sendable {
     enum Removal: Sendable, Equatable {
         /// The file was removed.
         case removed
-        /// It was gone already.
+        /// It was not under its name any more (removed, or renamed by its writer).
         case gone
         /// Another file had replaced it under its name; that one was put
         /// back, under this name.
@@ -121,24 +143,32 @@ final class SpoolDirectory: Sendable {
         case changed(FileName)
     }
 
-    /// Removes a file that has become a job. It is first renamed to a
-    /// private name, and removed only if that is still the very file taken
-    /// (same device and inode): a file a writer dropped under the same name
-    /// meanwhile is never removed. Not durable until ``sync()``.
+    /// Removes a file that has become a job. It is first renamed to its
+    /// private name (`record.takenName`), and removed only if that is still
+    /// the very file taken: a file a writer dropped under the same name
+    /// meanwhile is never removed. The caller must hold the taken file
+    /// open, so that its inode, compared here, cannot have been handed to
+    /// another file. Not durable until ``sync()``.
     func remove(_ record: SpoolIntakeRecord) throws(SystemCallError) -> Removal {
-        let taken = Self.takenName(inode: record.inode)
         do {
-            try descriptor.renameAt(record.name, to: taken, in: descriptor, replacing: false)
+            try descriptor.renameAt(record.name, to: record.takenName, in: descriptor, replacing: false)
         } catch where error.isNotFound {
             return .gone
         }
         FaultPoints.hit("spool-after-rename")
-        return try finishRemoval(record, at: taken)
+        return try finishRemoval(record)
     }
 
-    /// Removes the file at `taken` (a private name) if it is `record`'s,
-    /// else puts it back under the record's name.
-    func finishRemoval(_ record: SpoolIntakeRecord, at taken: FileName) throws(SystemCallError) -> Removal {
+    /// Removes the file at `record.takenName` if it is `record`'s, else
+    /// puts it back under the record's name. Only `record`'s intake renames
+    /// a file to that name, while it holds the file it took open: so the
+    /// file there has that file's inode if, and only if, it is that file,
+    /// even after a crash.
+    /// - Parameter checkingDigest: also read the file and compare its
+    ///   digest to the record's (at start-up, where it is cheap: a written-
+    ///   to file is told by its bytes, not only by its size and mtime).
+    func finishRemoval(_ record: SpoolIntakeRecord, checkingDigest: Bool = false) throws(SystemCallError) -> Removal {
+        let taken = record.takenName
         guard let status = try status(of: taken) else { return .gone }
         guard status.device == record.device && status.inode == record.inode else {
             return .replaced(try putBack(taken, as: record.name))
@@ -146,8 +176,37 @@ final class SpoolDirectory: Sendable {
         guard status.size == record.size && status.modifiedNanoseconds == record.modified else {
             return .changed(taken)
         }
+        if checkingDigest, let digest = record.digest {
+            let file = try descriptor.openAt(taken, [.readOnly, .noFollow, .nonBlocking, .noCTTY])
+            guard try Self.digest(of: file) == digest else { return .changed(taken) }
+        }
         try descriptor.removeAt(taken)
         return .removed
+    }
+
+    /// Where the file with this device and inode is in the spool now, if it
+    /// is (under a name that may be taken). Lists the spool: for the rare
+    /// file renamed by its writer while it was being taken. Sound only
+    /// while the caller holds that file open.
+    func find(device: UInt64, inode: UInt64) throws(SystemCallError) -> FileName? {
+        for name in try names() {
+            if let status = try status(of: name), status.device == device && status.inode == inode { return name }
+        }
+        return nil
+    }
+
+    /// SHA-256 of everything in `file`, read from offset 0.
+    static func digest(of file: FileDescriptor) throws(SystemCallError) -> [UInt8] {
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ReceiptDirectory.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let n = try file.read(into: buffer, at: offset)
+            if n == 0 { return hasher.finalize() }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            offset += Int64(n)
+        }
     }
 
     /// Renames `taken` to `name`, or to `name.1`, `name.2`, … when a new
@@ -184,7 +243,9 @@ final class SpoolDirectory: Sendable {
         let shown = original ?? name
         let base = Self.shortened(shown, room: ".reason".utf8.count + 4)
         let text = "name: \(shown.displayName)\nreason: \(reason)\nrejected_at: \(timestamp)\n"
-        for n in 0..<1000 {
+        // A name ending in .reason gets a suffix, so that in rejected/ only
+        // reason files end so, and the files are counted by their names.
+        for n in (Self.isReasonName(base) ? 1 : 0)..<1000 {
             let candidate = n == 0 ? base : base.appending(".\(n)")
             let reasonName = candidate.appending(".reason")
             let reasonFile: FileDescriptor
@@ -208,6 +269,19 @@ final class SpoolDirectory: Sendable {
             return candidate
         }
         throw SystemCallError.alreadyExists(call: "renameat2", subject: shown.displayName)
+    }
+
+    /// True for names ending in `.reason`: in `rejected/`, the reason files.
+    static func isReasonName(_ name: FileName) -> Bool {
+        name.bytes.count > reasonSuffix.count && name.bytes.suffix(reasonSuffix.count).elementsEqual(reasonSuffix)
+    }
+
+    private static let reasonSuffix = Array(".reason".utf8)
+
+    /// How many files `rejected/` holds (reason files aside). Lists it:
+    /// once at start; events keep the count after that (``SpoolWatcher``).
+    func rejectedCount() throws(SystemCallError) -> Int {
+        try rejected.entries().count { !Self.isReasonName($0) }
     }
 
     /// `name` cut (at a character boundary when it is UTF-8) so that

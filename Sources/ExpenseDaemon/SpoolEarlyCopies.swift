@@ -6,15 +6,34 @@ import Synchronization
 /// intake, is done by the time the receipt is taken.
 ///
 /// A copy is used only if the spool file is still the very file copied,
-/// unchanged (device, inode, size, mtime); otherwise, and whenever it is
-/// not used, it is removed. Copies are never referenced by a job until the
-/// intake's commit, so a crash leaves at most unreferenced files, which
-/// the start-up sweep removes.
+/// unchanged; otherwise, and whenever it is not used, it is removed. The
+/// copy keeps the file it was made from open: while it does, no other file
+/// can get that inode, so the same device and inode prove the same file,
+/// and an unchanged change time (`st_ctim`, set by every write and never
+/// by a writer) an unchanged one. (Closed, a file removed and a new one
+/// written with the same size and mtime could take its inode, and the
+/// copy of the old bytes would be queued for the new file.) Copies are
+/// never referenced by a job until the intake's commit, so a crash leaves
+/// at most unreferenced files, which the start-up sweep removes.
 final class SpoolEarlyCopies: Sendable {
     struct Copy: Sendable {
-        let record: SpoolIntakeRecord
+        /// The spool file copied, still open, as it was when opened.
+        let file: SpoolFile
         let staged: StagedReceipt
+
+        /// True when `status` (of the file now under the copy's name) is
+        /// the very file copied, unchanged since.
+        func isCopy(of status: FileStatus) -> Bool {
+            let copied = file.status
+            return status.device == copied.device && status.inode == copied.inode && status.size == copied.size
+                && status.modifiedNanoseconds == copied.modifiedNanoseconds && status.changedNanoseconds == copied.changedNanoseconds
+        }
     }
+
+    /// The most copies made or kept at once, each holding its spool file
+    /// open: a flood of lone receipts costs descriptors up to this, and the
+    /// receipts past it are copied when taken.
+    static let limit = 64
 
     private enum Entry {
         /// Being copied; `waiters` are takes waiting for the outcome.
@@ -33,22 +52,26 @@ final class SpoolEarlyCopies: Sendable {
 
     /// A copy of `name` is starting; one started before is superseded.
     /// Call in the order the work was handed out, before the copy runs.
-    /// - Returns: the ticket to ``finish(_:ticket:copy:)`` with.
-    func begin(_ name: FileName) -> UInt64 {
+    /// - Returns: the ticket to ``finish(_:ticket:copy:)`` with; nil when
+    ///   ``limit`` copies are kept already (no copy is to be made).
+    func begin(_ name: FileName) -> UInt64? {
+        enum Begun { case full, started(superseded: Copy?) }
         let ticket = tickets.add(1, ordering: .relaxed).newValue
-        let superseded = entries.withLock { entries -> Copy? in
+        let begun = entries.withLock { entries -> Begun in
             switch entries[name] {
             case .running(_, let waiters):
                 entries[name] = .running(ticket: ticket, waiters: waiters)
-                return nil
+                return .started(superseded: nil)
             case .done(let copy):
                 entries[name] = .running(ticket: ticket, waiters: [])
-                return copy
+                return .started(superseded: copy)
             case nil:
+                if entries.count >= Self.limit { return .full }
                 entries[name] = .running(ticket: ticket, waiters: [])
-                return nil
+                return .started(superseded: nil)
             }
         }
+        guard case .started(let superseded) = begun else { return nil }
         if let superseded { discard(superseded.staged) }
         return ticket
     }

@@ -1,51 +1,80 @@
+import Digest
 import ExpenseCore
 import Posix
+import Synchronization
 
 /// Turns what the watcher hands out into jobs, or into rejections.
 ///
 /// One intake, in order (each step a fault point for the crash tests):
 /// open and check the files (`spool-after-open`), copy the receipt
-/// durably into the state directory (`spool-after-stage`; for a receipt
-/// that waits for its sidecar, this copy is made while it waits, see
-/// ``SpoolEarlyCopies``, and used if the file is unchanged), commit the
-/// jobs and the files' `spool_intake` rows in one transaction
-/// (`spool-after-commit`), rename each file to a private name and remove
-/// it if it is still the file taken (`spool-after-rename` between the two,
-/// `spool-after-unlink` after every file), `fsync` the
-/// spool directory (`spool-after-sync`), forget the rows. A crash before
-/// the commit leaves the spool file, taken again on restart, and at most
-/// an unreferenced receipt copy, which start-up removes; a crash after it
-/// leaves rows by which start-up recognizes the files and finishes
-/// removing them. Either way, one job per file.
+/// durably into the state directory, checking that it is whole and
+/// hashing it (`spool-after-stage`; for a receipt that waits for its
+/// sidecar, this copy is made while it waits, see ``SpoolEarlyCopies``,
+/// and used if the file is unchanged), commit the jobs and the files'
+/// `spool_intake` rows in one transaction (`spool-after-commit`), rename
+/// each file to the private name its row names and remove it if it is
+/// still the file taken (`spool-after-rename` between the two,
+/// `spool-after-unlink` after every file), `fsync` the spool directory
+/// (`spool-after-sync`), forget the rows. A crash before the commit
+/// leaves the spool file, taken again on restart, and at most an
+/// unreferenced receipt copy, which start-up removes; a crash after it
+/// leaves rows by which start-up proves which files are the ones taken
+/// and finishes removing them (``SpoolSetup``). Either way, one job per file.
+///
+/// While an intake runs it holds its files open and *claims* them (their
+/// device and inode, which no other file can have while they are held):
+/// a file its writer renamed meanwhile, which arrives again under its new
+/// name, is not taken a second time by another intake.
 final class SpoolIntake: Sendable {
     let directory: SpoolDirectory
     let store: Store
     let publisher: StatusPublisher
     let logger: Logger
     let maxBytes: Int
+    /// How long a truncated receipt may stay unchanged before it is rejected.
+    let truncatedPatienceMilliseconds: Int64
     /// Called after a job was queued: wakes the drainer.
     let onQueued: @Sendable () -> Void
     let blocking = BlockingExecutor(label: "spool", width: 8)
     let directorySync: SpoolSync
     let earlyCopies: SpoolEarlyCopies
+    /// The files intakes hold now.
+    private let claimed = Mutex<Set<FileIdentity>>([])
+    /// Files queued whose removal failed: held open and claimed until the
+    /// daemon stops, so that they are not taken again (start-up removes
+    /// them, proven by their rows).
+    private let stuck = Mutex<[SpoolFile]>([])
 
     /// How long a file whose intake failed (a full disk, an I/O error)
     /// waits before it is tried again.
     static let retryMilliseconds: Int64 = 30_000
 
+    /// A truncated receipt waits for its writer this many settle times
+    /// (docs/spool.md, "What is rejected").
+    static let truncatedPatienceSettles: Int64 = 20
+
     enum Outcome: Sendable, Equatable {
         case done
-        /// Try these files again later; they are still in the spool.
-        case retryLater
+        /// Try these files again after this many milliseconds; they are
+        /// still in the spool.
+        case retry(afterMilliseconds: Int64)
+
+        static let retryLater = Outcome.retry(afterMilliseconds: SpoolIntake.retryMilliseconds)
+
+        var retryAfter: Int64? {
+            if case .retry(let milliseconds) = self { return milliseconds }
+            return nil
+        }
     }
 
     init(directory: SpoolDirectory, store: Store, publisher: StatusPublisher, logger: Logger, maxBytes: Int,
-         onQueued: @escaping @Sendable () -> Void) {
+         settleMilliseconds: Int64, onQueued: @escaping @Sendable () -> Void) {
         self.directory = directory
         self.store = store
         self.publisher = publisher
         self.logger = logger
         self.maxBytes = maxBytes
+        truncatedPatienceMilliseconds = settleMilliseconds * Self.truncatedPatienceSettles
         self.onQueued = onQueued
         directorySync = SpoolSync(label: "spool-sync") { [directory] () throws(SystemCallError) in try directory.sync() }
         earlyCopies = SpoolEarlyCopies { [store] staged in try? store.receipts.remove(staged.fileName) }
@@ -56,10 +85,10 @@ final class SpoolIntake: Sendable {
     /// the take to find out again, and to reject or report.
     func copyEarly(_ name: FileName, ticket: UInt64) async {
         let copy = try? await blocking.run { [directory, store, maxBytes] () -> SpoolEarlyCopies.Copy? in
-            guard case .receipt(let file) = try Self.openReceipt(name, in: directory, maxBytes: maxBytes) else { return nil }
+            guard case .file(let file) = try directory.open(name, maxBytes: maxBytes) else { return nil }
             FaultPoints.hit("spool-after-open")
-            let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes)
-            return SpoolEarlyCopies.Copy(record: SpoolIntakeRecord(file), staged: staged)
+            let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
+            return SpoolEarlyCopies.Copy(file: file, staged: staged)
         }
         if copy != nil { FaultPoints.hit("spool-after-stage") }
         earlyCopies.finish(name, ticket: ticket, copy: copy)
@@ -107,11 +136,12 @@ final class SpoolIntake: Sendable {
         case gone
         case rejected(SpoolRejection)
         case receipt(SpoolFile)
-        case sidecar(SpoolFile, ExpenseFields)
+        /// With the digest of the bytes parsed.
+        case sidecar(SpoolFile, ExpenseFields, [UInt8])
 
         var file: SpoolFile? {
             switch self {
-            case .receipt(let file), .sidecar(let file, _): file
+            case .receipt(let file), .sidecar(let file, _, _): file
             default: nil
             }
         }
@@ -126,8 +156,8 @@ final class SpoolIntake: Sendable {
         let receipt: Opened, sidecar: Opened
         do {
             (receipt, sidecar) = try await blocking.run { [directory, maxBytes] in
-                (try receiptName.map { try Self.openReceipt($0, in: directory, maxBytes: maxBytes) } ?? .gone,
-                 try sidecarName.map { try Self.openSidecar($0, in: directory) } ?? .gone)
+                (try receiptName.map { name throws(SystemCallError) in try Self.openReceipt(name, in: directory, maxBytes: maxBytes) } ?? .gone,
+                 try sidecarName.map { name throws(SystemCallError) in try Self.openSidecar(name, in: directory) } ?? .gone)
             }
         } catch {
             logger.error("Failed to open spool file '\((receiptName ?? sidecarName)?.displayName ?? "")': \(reason(error)), skipping for now")
@@ -147,7 +177,11 @@ final class SpoolIntake: Sendable {
         if !rejections.isEmpty { return await reject(rejections) }
 
         var fields = ExpenseFields()
-        if case .sidecar(_, let sidecarFields) = sidecar { fields = sidecarFields }
+        var sidecarDigest: [UInt8] = []
+        if case .sidecar(_, let sidecarFields, let digest) = sidecar {
+            fields = sidecarFields
+            sidecarDigest = digest
+        }
         let receiptFile = receipt.file
         let files = [receiptFile, sidecar.file].compactMap { $0 }
         guard !files.isEmpty else { return .done }
@@ -157,24 +191,26 @@ final class SpoolIntake: Sendable {
             // Only a sidecar alone gets here: with a receipt, fields may be missing.
             return await reject(files.map { ($0.name, "sidecar field \(error.description)") })
         }
+        switch claim(files) {
+        case .claimed: break
+        case .gone: return .done
+        case .heldElsewhere: return .retryLater
+        }
+        var kept: [SpoolFile] = []
+        defer { release(files, keeping: kept) }
         FaultPoints.hit("spool-after-open")
 
         var staged: StagedReceipt?
-        if let receiptFile, let copy = early, copy.record.matches(receiptFile.status, named: receiptFile.name) {
+        if let receiptFile, let copy = early, copy.isCopy(of: receiptFile.status) {
             staged = copy.staged
             early = nil
         } else if let receiptFile {
             do {
                 staged = try await blocking.run { [store, maxBytes] in
-                    try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes)
+                    try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
                 }
             } catch let error as ReceiptError {
-                if case .io = error {
-                    logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(reason(error)), skipping for now")
-                    return .retryLater
-                }
-                // It changed between the checks and the copy.
-                return await reject(files.map { ($0.name, $0.name == receiptFile.name ? error.description : "its receipt '\(receiptFile.name.displayName)' was rejected") })
+                return await refused(error, receipt: receiptFile, files: files)
             } catch {
                 logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(reason(error)), skipping for now")
                 return .retryLater
@@ -182,49 +218,108 @@ final class SpoolIntake: Sendable {
             FaultPoints.hit("spool-after-stage")
         }
 
-        let records = files.map(SpoolIntakeRecord.init)
-        let result: SpoolEnqueueResult
+        let clientID = ClientID.make()
+        let records = files.enumerated().map { index, file in
+            SpoolIntakeRecord(file, clientID: clientID, index: index,
+                              digest: file.name == receiptFile?.name ? staged?.digest ?? [] : sidecarDigest)
+        }
+        let queued: EnqueueResult
         do {
-            result = try await store.enqueueSpoolCreate(fields: fields, clientID: ClientID.make(), receipt: staged,
+            queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: staged,
                                                         files: records, now: Clock.wallMilliseconds)
         } catch {
             logger.error("Failed to queue spool file '\(files[0].name.displayName)': \(error), skipping for now")
             return .retryLater
         }
         FaultPoints.hit("spool-after-commit")
-
-        let transactionID: String
-        switch result {
-        case .queued(let queued):
-            transactionID = queued.transactionID
-            let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
-            logger.info("Queued expense from spool file \(what)", transactionID: transactionID, jobUUID: queued.clientID, messageID: .expenseQueued)
-            publisher.markChanged()
-            onQueued()
-        case .alreadyQueued(let clientID):
-            transactionID = TransactionID.derive(from: clientID)
-            logger.notice("Spool file '\(files[0].name.displayName)' was queued already; removing it", transactionID: transactionID)
-        }
-        await remove(records, transactionID: transactionID)
+        let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
+        logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, messageID: .expenseQueued)
+        publisher.markChanged()
+        onQueued()
+        kept = await remove(records, transactionID: queued.transactionID).map { index in files[index] }
         return .done
     }
 
-    /// Removes taken files durably, then forgets their intake rows. A file
-    /// that could not be removed keeps its row, so it is never taken again.
-    private func remove(_ records: [SpoolIntakeRecord], transactionID: String) async {
+    /// What a receipt the copy refused becomes: a truncated one that may
+    /// still be being written waits (docs/spool.md); anything else is
+    /// rejected, with its partner; an I/O error is tried again later.
+    private func refused(_ error: ReceiptError, receipt: SpoolFile, files: [SpoolFile]) async -> Outcome {
+        var why = error.reason
+        switch error {
+        case .io:
+            logger.error("Failed to copy spool file '\(receipt.name.displayName)': \(reason(error)), skipping for now")
+            return .retryLater
+        case .truncated:
+            // The change time: set by every write, and by no writer at will.
+            let age = Clock.wallMilliseconds - receipt.status.changedNanoseconds / 1_000_000
+            let patience = truncatedPatienceMilliseconds
+            if age < patience {
+                logger.info("Spool file '\(receipt.name.displayName)' \(why); waiting for its writer to finish it (rejected once left alone for \(patience) ms)")
+                return .retry(afterMilliseconds: patience - max(0, age))
+            }
+            why += ", and stayed so for \(patience % 1000 == 0 ? "\(patience / 1000) s" : "\(patience) ms")"
+        case .invalid, .tooLarge:
+            break
+        }
+        return await reject(files.map { ($0.name, $0.name == receipt.name ? why : "its receipt '\(receipt.name.displayName)' was rejected") })
+    }
+
+    // MARK: Claims
+
+    private enum Claim { case claimed, gone, heldElsewhere }
+
+    /// Claims `files` for this intake, all or none. A file another intake
+    /// holds is the very file that one is taking (under an earlier name);
+    /// a file removed since it was opened (by another intake that took it,
+    /// or its writer) is gone.
+    private func claim(_ files: [SpoolFile]) -> Claim {
+        let identities = files.map { FileIdentity($0.status) }
+        let claimedNow = claimed.withLock { claimed -> Bool in
+            guard identities.allSatisfy({ !claimed.contains($0) }) else { return false }
+            claimed.formUnion(identities)
+            return true
+        }
+        guard claimedNow else { return .heldElsewhere }
+        // Claimed after an intake that took it released it: removed by then.
+        if files.contains(where: { ((try? $0.descriptor.status().linkCount) ?? 0) == 0 }) {
+            release(files, keeping: [])
+            return .gone
+        }
+        return .claimed
+    }
+
+    /// Releases `files`, except those `keeping`, which stay claimed and
+    /// open until the daemon stops.
+    private func release(_ files: [SpoolFile], keeping: [SpoolFile]) {
+        let kept = Set(keeping.map { FileIdentity($0.status) })
+        claimed.withLock { claimed in
+            for file in files where !kept.contains(FileIdentity(file.status)) { claimed.remove(FileIdentity(file.status)) }
+        }
+        if !keeping.isEmpty { stuck.withLock { $0 += keeping } }
+    }
+
+    // MARK: Removal
+
+    /// Removes taken files durably, then forgets their intake rows.
+    /// - Returns: the indexes of files that could not be removed: their
+    ///   rows are kept, and they stay claimed, so they are never taken again.
+    private func remove(_ records: [SpoolIntakeRecord], transactionID: String) async -> [Int] {
         var done: [SpoolIntakeRecord] = []
-        for record in records {
+        var kept: [Int] = []
+        for (index, record) in records.enumerated() {
             do {
-                let removal = try await blocking.run { [directory] in try directory.remove(record) }
+                var removal = try await blocking.run { [directory] in try directory.remove(record) }
+                if removal == .gone {
+                    // Renamed by its writer since it was opened. This intake
+                    // holds it open, so its inode is still its own: look for it.
+                    removal = try await blocking.run { [directory] in
+                        guard let name = try directory.find(device: record.device, inode: record.inode) else { return .gone }
+                        return try directory.remove(record.renamed(name))
+                    }
+                }
                 switch removal {
-                case .removed:
+                case .removed, .gone:
                     done.append(record)
-                case .gone:
-                    // Perhaps renamed within the spool: its row keeps it from
-                    // being taken again under the new name (rows match by
-                    // inode, size and time, not by name). Start-up forgets
-                    // rows whose files are gone for good.
-                    break
                 case .replaced(let newName):
                     logger.notice("Spool file '\(record.name.displayName)' was replaced by a new file while being taken; the new one stays as '\(newName.displayName)'",
                                   transactionID: transactionID)
@@ -234,11 +329,12 @@ final class SpoolIntake: Sendable {
                     let moved = (try? await blocking.run { [self] in
                         rejectNow(taken, original: record.name, reason: reason, transactionID: transactionID)
                     }) ?? false
-                    if moved { done.append(record) }
+                    if moved { done.append(record) } else { kept.append(index) }
                 }
             } catch {
                 logger.warning("Failed to remove spool file '\(record.name.displayName)' after queueing it: \(reason(error)); it will not be taken again, ignoring",
                                transactionID: transactionID)
+                kept.append(index)
             }
         }
         FaultPoints.hit("spool-after-unlink")
@@ -246,7 +342,7 @@ final class SpoolIntake: Sendable {
             try await directorySync.sync()
         } catch {
             logger.warning("Failed to sync spool directory '\(directory.path)': \(reason(error)); keeping its intake records, ignoring", transactionID: transactionID)
-            return
+            return kept
         }
         FaultPoints.hit("spool-after-sync")
         do {
@@ -254,24 +350,15 @@ final class SpoolIntake: Sendable {
         } catch {
             logger.warning("Failed to forget intake records: \(error), ignoring", transactionID: transactionID)
         }
+        return kept
     }
 
     private static func openReceipt(_ name: FileName, in directory: SpoolDirectory, maxBytes: Int) throws(SystemCallError) -> Opened {
         switch try directory.open(name, maxBytes: maxBytes) {
         case .gone: return .gone
         case .rejected(let why): return .rejected(why)
-        case .file(let file):
-            var head = [UInt8](repeating: 0, count: ReceiptKind.magicLength)
-            let count = try file.descriptor.read(into: &head, at: 0)
-            guard count > 0 else { return .rejected(SpoolRejection("is empty")) }
-            let named = name.lowercasedExtension.flatMap(ReceiptKind.init(fileExtension:))
-            guard let found = ReceiptKind.detect(head.prefix(count)) else {
-                return .rejected(SpoolRejection("its first bytes are not those of a JPEG, PNG or PDF file"))
-            }
-            guard found == named else {
-                return .rejected(SpoolRejection("is named .\(name.lowercasedExtension ?? "") but its first bytes are those of a \(found.rawValue.uppercased()) file"))
-            }
-            return .receipt(file)
+        // Whether its bytes are a whole receipt, and of which kind, the copy finds out.
+        case .file(let file): return file.status.size == 0 ? .rejected(SpoolRejection("is empty")) : .receipt(file)
         }
     }
 
@@ -284,7 +371,7 @@ final class SpoolIntake: Sendable {
                 return .rejected(SpoolRejection("is larger than the limit of \(SpoolSidecar.maxBytes) bytes"))
             }
             do {
-                return .sidecar(file, try SpoolSidecar.parse(bytes))
+                return .sidecar(file, try SpoolSidecar.parse(bytes), SHA256.hash(bytes))
             } catch {
                 return .rejected(error)
             }
@@ -324,7 +411,6 @@ final class SpoolIntake: Sendable {
             let moved = try directory.reject(name, original: original, reason: reason,
                                              timestamp: Timestamp.format(milliseconds: Clock.wallMilliseconds))
             guard let moved else { return true }
-            publisher.countSpoolRejection()
             logger.warning("Rejected spool file '\(shown.displayName)': \(reason); moved to 'rejected/\(moved.displayName)'",
                            transactionID: transactionID, messageID: .spoolRejected)
             return true

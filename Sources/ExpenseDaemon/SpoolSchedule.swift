@@ -117,20 +117,32 @@ struct SpoolSchedule {
             break
         }
         var takes: [Take] = []
-        while !group.receipts.isEmpty && !group.sidecars.isEmpty {
-            let receipt = group.receipts.removeFirst().name, sidecar = group.sidecars.removeFirst().name
-            busy.insert(receipt)
-            busy.insert(sidecar)
-            takes.append(.expense(receipt: receipt, sidecar: sidecar))
+        // A file tried again after a delay (its take failed) waits that
+        // long even when its partner is there: a pair whose take fails
+        // again at once would be taken over and over.
+        while delay == nil && !group.receipts.isEmpty && !group.sidecars.isEmpty {
+            takes.append(takePair(&group))
         }
         groups[stem] = group.isEmpty ? nil : group
         return takes
     }
 
-    /// Takes every file whose wait is over, alone, earliest first.
+    /// Takes the first receipt and the first sidecar of `group` together.
+    private mutating func takePair(_ group: inout Group) -> Take {
+        let receipt = group.receipts.removeFirst().name, sidecar = group.sidecars.removeFirst().name
+        busy.insert(receipt)
+        busy.insert(sidecar)
+        return .expense(receipt: receipt, sidecar: sidecar)
+    }
+
+    /// Takes every file whose wait is over, earliest first: with its
+    /// partner when it has one (a pair tried again waits as a pair), else alone.
     mutating func takeDue(now: Int64) -> [Take] {
         var due: [(Int64, Take)] = []
         for (stem, var group) in groups {
+            while let receipt = group.receipts.first, let sidecar = group.sidecars.first, min(receipt.due, sidecar.due) <= now {
+                due.append((min(receipt.due, sidecar.due), takePair(&group)))
+            }
             for entry in group.receipts where entry.due <= now {
                 due.append((entry.due, .expense(receipt: entry.name, sidecar: nil)))
                 busy.insert(entry.name)

@@ -13,8 +13,11 @@ enum SpoolSetup {
                 if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
                     try FileSystem.makeDirectories(String(path[..<slash]), mode: 0o755)
                 }
+                // makeDirectory syncs the entry in the parent; the mode
+                // (the umask may have cut it) is the new directory's own.
                 try FileSystem.makeDirectory(path, mode: 0o1730)
                 try FileSystem.setMode(path, 0o1730)
+                try FileSystem.syncDirectory(path)
                 logger.notice("Created spool directory '\(path)' with mode 1730")
             } catch {
                 throw Daemon.StartupFailure(code: .cannotCreate, message: "Failed to create spool directory '\(path)': \(error.reason)")
@@ -62,10 +65,21 @@ enum SpoolSetup {
         return SpoolDirectory(path: path, descriptor: descriptor, rejected: rejected)
     }
 
-    /// Finishes the intakes a crash interrupted after their commit: a file
-    /// still in the spool (under its name, or the private name it had
-    /// while being removed) that is the very file a job was made from is
-    /// removed, not taken again. Then the records are forgotten.
+    /// Finishes the intakes a crash interrupted after their commit, by what
+    /// their rows prove (docs/spool.md, crash safety), then forgets the rows:
+    ///
+    /// - a file under the row's private name is there because the intake
+    ///   renamed it there, holding the file it took open: it is that file
+    ///   if it has its inode (removed, or rejected when its bytes changed),
+    ///   else a file that had replaced it (put back, to be taken);
+    /// - otherwise a file under the row's name is the one taken, never
+    ///   renamed, only when its inode, size and change time are the
+    ///   recorded ones and its bytes have the recorded digest; it is removed;
+    /// - anything else is a new file (one that got a freed inode back,
+    ///   with a copied size and mtime, is one), and the scan takes it.
+    ///
+    /// A row an older version wrote has no digest nor change time: it
+    /// proves nothing, so its file is taken again, never removed.
     static func finishInterruptedIntakes(directory: SpoolDirectory, store: Store, intake: SpoolIntake, logger: Logger) throws(Daemon.StartupFailure) {
         let rows: [(record: SpoolIntakeRecord, clientID: String)]
         do {
@@ -75,31 +89,17 @@ enum SpoolSetup {
         }
         guard !rows.isEmpty else { return }
         var finished: [SpoolIntakeRecord] = []
-        // Who is where in the spool, listed once and only if some file is
-        // not under the name it was taken by.
-        var names: [FileIdentity: FileName]?
         for (record, clientID) in rows {
             let transactionID = TransactionID.derive(from: clientID)
             do {
-                let taken = SpoolDirectory.takenName(inode: record.inode)
-                if try directory.status(of: taken) != nil {
-                    report(try directory.finishRemoval(record, at: taken), record, transactionID: transactionID, intake: intake, logger: logger)
-                }
-                if let status = try directory.status(of: record.name),
-                   status.device == record.device && status.inode == record.inode {
-                    report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
+                if record.isProof {
+                    try finish(record, in: directory, transactionID: transactionID, intake: intake, logger: logger)
                 } else {
-                    if names == nil { names = try Self.names(in: directory) }
-                    if let renamed = names?[FileIdentity(device: record.device, inode: record.inode)] {
-                        // Renamed within the spool after it was taken: still the same file.
-                        let moved = SpoolIntakeRecord(device: record.device, inode: record.inode, size: record.size,
-                                                      modified: record.modified, name: renamed)
-                        report(try directory.remove(moved), moved, transactionID: transactionID, intake: intake, logger: logger)
-                    }
+                    try takeAgain(record, in: directory, transactionID: transactionID, logger: logger)
                 }
                 finished.append(record)
             } catch {
-                logger.warning("Failed to finish removing spool file '\(record.name.displayName)': \(error.reason); it will not be taken again, ignoring",
+                logger.warning("Failed to finish removing spool file '\(record.name.displayName)': \(error.reason); its record is kept, ignoring",
                                transactionID: transactionID)
             }
         }
@@ -111,19 +111,35 @@ enum SpoolSetup {
         }
     }
 
-    /// A file while it exists: its device and inode.
-    struct FileIdentity: Hashable {
-        let device: UInt64
-        let inode: UInt64
+    private static func finish(_ record: SpoolIntakeRecord, in directory: SpoolDirectory, transactionID: String,
+                               intake: SpoolIntake, logger: Logger) throws(SystemCallError) {
+        if try directory.status(of: record.takenName) != nil {
+            report(try directory.finishRemoval(record, checkingDigest: true), record, transactionID: transactionID, intake: intake, logger: logger)
+            return
+        }
+        guard case .file(let file) = try directory.open(record.name, maxBytes: Int(clamping: record.size)),
+              record.isUntouched(file.status), try SpoolDirectory.digest(of: file.descriptor) == record.digest else {
+            return
+        }
+        // Held open to the removal, so that the inode compared stays this file's.
+        try withExtendedLifetime(file) { () throws(SystemCallError) in
+            report(try directory.remove(record), record, transactionID: transactionID, intake: intake, logger: logger)
+        }
     }
 
-    /// The name of every file now in the spool, by identity.
-    private static func names(in directory: SpoolDirectory) throws(SystemCallError) -> [FileIdentity: FileName] {
-        var names: [FileIdentity: FileName] = [:]
-        for name in try directory.names() {
-            if let status = try directory.status(of: name) { names[FileIdentity(device: status.device, inode: status.inode)] = name }
+    /// A row of schema 1: its file, under its name or the private name that
+    /// version gave it, stays to be taken as a new file.
+    private static func takeAgain(_ record: SpoolIntakeRecord, in directory: SpoolDirectory, transactionID: String,
+                                  logger: Logger) throws(SystemCallError) {
+        let legacy = SpoolDirectory.legacyTakenName(inode: record.inode)
+        var left = record.name
+        if try directory.status(of: legacy) != nil {
+            left = try directory.putBack(legacy, as: record.name)
+        } else if try directory.status(of: record.name) == nil {
+            return
         }
-        return names
+        logger.notice("Spool file '\(left.displayName)' was being taken when an older expensed stopped, which recorded too little to tell it from a new file; it is taken again (it may be queued twice)",
+                      transactionID: transactionID)
     }
 
     private static func report(_ removal: SpoolDirectory.Removal, _ record: SpoolIntakeRecord, transactionID: String,

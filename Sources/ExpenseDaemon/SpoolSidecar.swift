@@ -17,7 +17,7 @@ enum SpoolSidecar {
     /// The fields a sidecar may set.
     static let fieldNames = ["merchant", "amount", "currency", "date", "category", "comment"]
 
-    /// The fields in `bytes`, each valid on its own. Whether they are
+    /// The fields in `bytes`, each valid on its own and normalized. Whether they are
     /// enough (an expense without a receipt needs more) is checked once it
     /// is known whether a receipt comes with them.
     static func parse(_ bytes: [UInt8]) throws(SpoolRejection) -> ExpenseFields {
@@ -44,11 +44,12 @@ enum SpoolSidecar {
             fields[key] = text
         }
         do {
-            try Validation.check(fields)
+            // The form every interface stores: "10" EUR is "10.00", an empty
+            // comment is none.
+            return try Validation.normalized(fields).values
         } catch {
             throw SpoolRejection("sidecar field \(error.description)")
         }
-        return fields
     }
 
     /// `text` on one line: control characters and backslashes as `\xNN`, so

@@ -10,11 +10,18 @@ import Synchronization
 /// after the kernel's event queue overflowed, so nothing dropped while the
 /// daemon was down, or during an overflow, is missed; a file a scan finds
 /// still being written waits until it has been left alone for the settle time.
+///
+/// It also keeps count of the files in `rejected/` (``RejectedCount``) from
+/// that directory's own events, so that `status` says what is there now,
+/// after a restart too, and without listing it.
 final class SpoolWatcher: Sendable {
     let directory: SpoolDirectory
     let inotify: Inotify
     let settleMilliseconds: Int64
     let logger: Logger
+    /// The watch on `rejected/`, and what to tell when its count changes.
+    let rejectedWatch: Int32
+    let onRejectedCount: @Sendable (Int) -> Void
     /// What to do, in order; finished when the watcher stops.
     let work: AsyncStream<Work>
     private let continuation: AsyncStream<Work>.Continuation
@@ -34,11 +41,18 @@ final class SpoolWatcher: Sendable {
         var stopping = false
     }
 
-    /// - Parameter inotify: watching the spool already, so that nothing
-    ///   dropped between this and the first scan is missed.
-    init(directory: SpoolDirectory, inotify: Inotify, settleMilliseconds: Int64, logger: Logger) throws(SystemCallError) {
+    /// - Parameters:
+    ///   - inotify: watching the spool already, so that nothing dropped
+    ///     between this and the first scan is missed, and `rejected/`
+    ///     (`rejectedWatch`), which is counted at the first scan.
+    ///   - onRejectedCount: called from the watcher thread with the number
+    ///     of files in `rejected/`, at start and whenever it changes.
+    init(directory: SpoolDirectory, inotify: Inotify, rejectedWatch: Int32, settleMilliseconds: Int64, logger: Logger,
+         onRejectedCount: @escaping @Sendable (Int) -> Void) throws(SystemCallError) {
         self.directory = directory
         self.inotify = inotify
+        self.rejectedWatch = rejectedWatch
+        self.onRejectedCount = onRejectedCount
         self.settleMilliseconds = settleMilliseconds
         self.logger = logger
         wakeup = try EventNotifier()
@@ -114,6 +128,7 @@ private struct SpoolWatchLoop {
     /// may still be written in place: taken once left alone that long.
     var unsettled: [FileName: Unsettled] = [:]
     var isWatching = true
+    var rejected = RejectedCount()
 
     struct Unsettled {
         var size: Int64
@@ -129,6 +144,7 @@ private struct SpoolWatchLoop {
     static var now: Int64 { Int64(Clock.monotonicNanoseconds / 1_000_000) }
 
     mutating func run() {
+        countRejected()
         scan()
         while true {
             let now = Self.now
@@ -167,6 +183,8 @@ private struct SpoolWatchLoop {
         for event in events {
             if event.mask.contains(.queueOverflow) {
                 overflowed = true
+            } else if event.watch == watcher.rejectedWatch {
+                rejected.apply(event)
             } else if let name = event.name {
                 if event.mask.contains(.create) {
                     created(name)
@@ -180,8 +198,20 @@ private struct SpoolWatchLoop {
         }
         if overflowed {
             watcher.logger.warning("Spool events were lost (inotify queue overflow); scanning '\(watcher.directory.path)' again")
+            countRejected()
             scan()
         }
+        if let count = rejected.takeChange() { watcher.onRejectedCount(count) }
+    }
+
+    /// Counts `rejected/` afresh: at start, and when events were lost.
+    mutating func countRejected() {
+        do {
+            rejected.reset(to: try watcher.directory.rejectedCount())
+        } catch {
+            watcher.logger.warning("Failed to count the files in '\(watcher.directory.path)/rejected': \(error.reason), ignoring")
+        }
+        if let count = rejected.takeChange() { watcher.onRejectedCount(count) }
     }
 
     mutating func arrived(_ name: FileName) {
@@ -247,5 +277,35 @@ private struct SpoolWatchLoop {
                                             checkAt: now + watcher.settleMilliseconds)
             }
         }
+    }
+}
+
+/// The number of files in `rejected/`, kept from its inotify events: a
+/// file moved in (by the daemon) or created there counts, one removed or
+/// moved out no longer does; reason files never count (no rejected file's
+/// name ends in `.reason`: ``SpoolDirectory/reject(_:original:reason:timestamp:)``).
+/// A pure state machine, fed by the watcher thread.
+struct RejectedCount {
+    private(set) var count = 0
+    private var reported: Int?
+
+    mutating func reset(to count: Int) {
+        self.count = count
+    }
+
+    mutating func apply(_ event: Inotify.Event) {
+        guard let name = event.name, !SpoolDirectory.isReasonName(name) else { return }
+        if !event.mask.intersection([.movedTo, .create]).isEmpty {
+            count += 1
+        } else if !event.mask.intersection([.movedFrom, .delete]).isEmpty {
+            count = max(0, count - 1)
+        }
+    }
+
+    /// The count, when it differs from the one last taken.
+    mutating func takeChange() -> Int? {
+        guard reported != count else { return nil }
+        reported = count
+        return count
     }
 }

@@ -11,11 +11,11 @@ public final class StatusPublisher: Sendable {
     let server: ControlServer
     private let changes: AsyncStream<Void>
     private let changed: AsyncStream<Void>.Continuation
-    private let extras = Mutex(Extras())
+    private let extras: Mutex<Extras>
 
-    /// What the store cannot know: the server's state and spool counts.
+    /// What the store cannot know: the server's health and spool counts.
     struct Extras {
-        var server: QueueSummary.ServerState = .notConfigured
+        var health: ServerHealth
         var spoolRejected = 0
         var last: QueueSummary?
     }
@@ -24,7 +24,7 @@ public final class StatusPublisher: Sendable {
         self.store = store
         self.server = server
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        extras.withLock { $0.server = serverConfigured ? .unknown : .notConfigured }
+        extras = Mutex(Extras(health: ServerHealth(configured: serverConfigured)))
     }
 
     /// Something may have changed the summary. With nobody to tell (no
@@ -40,24 +40,38 @@ public final class StatusPublisher: Sendable {
         changed.yield(())
     }
 
-    func setServerState(_ state: QueueSummary.ServerState) {
-        let changedState = extras.withLock { extras -> Bool in
-            defer { extras.server = state }
-            return extras.server != state
+    /// Applies what a contact with the server said to its health (the
+    /// drainer's only way to change it); the summary is republished when
+    /// the server's state changed.
+    /// - Returns: what `change` returns.
+    @discardableResult
+    func updateServer<R: Sendable>(_ change: (inout ServerHealth) -> R) -> R {
+        let (result, stateChanged) = extras.withLock { extras -> (R, Bool) in
+            let before = extras.health.state
+            let result = change(&extras.health)
+            return (result, extras.health.state != before)
         }
-        if changedState { markChanged() }
+        if stateChanged { markChanged() }
+        return result
     }
 
-    func countSpoolRejection() {
-        extras.withLock { $0.spoolRejected += 1 }
-        markChanged()
+    /// The server's health as of the last contact.
+    var serverHealth: ServerHealth { extras.withLock { $0.health } }
+
+    /// `rejected/` holds `count` files now.
+    func setSpoolRejected(_ count: Int) {
+        let changedCount = extras.withLock { extras -> Bool in
+            defer { extras.spoolRejected = count }
+            return extras.spoolRejected != count
+        }
+        if changedCount { markChanged() }
     }
 
     /// The summary as it is now.
     public func current() async throws -> QueueSummary {
         var summary = try await store.summary()
         extras.withLock {
-            summary.server = $0.server
+            summary.server = $0.health.state
             summary.spoolRejected = $0.spoolRejected
         }
         return summary

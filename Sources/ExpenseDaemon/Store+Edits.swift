@@ -10,11 +10,12 @@ public struct DeleteResult: Sendable, Equatable {
 }
 
 extension Store {
-    /// Changes fields of an expense, synced or not, in one transaction that
-    /// also coalesces the outbox: the change merges into the expense's
-    /// create when that was never sent, else into its last queued edit
-    /// when that was never sent, else it becomes a new edit based on the
-    /// cached version. A job being (or once) sent is never rewritten.
+    /// Changes fields of an expense, synced or not (a cleared field becomes
+    /// null), in one transaction that also coalesces the outbox: the change
+    /// merges into the expense's create when that was never sent, else into
+    /// its last queued edit when that was never sent, else it becomes a new
+    /// edit based on the cached version. A job being (or once) sent is
+    /// never rewritten.
     public func edit(ref: String, fields: ExpenseFields, now: Int64) async throws -> ExpenseView {
         try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref)
@@ -24,20 +25,24 @@ extension Store {
             if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
                 throw StoreError(.invalidState, "\(transactionID) is being deleted")
             }
-            // The result must be a valid expense (an amount against the currency it ends with).
+            // The result must be a valid expense (an amount against the
+            // currency it ends with), and an amount given alone is written
+            // with that currency's minor units.
+            let change: ExpenseFields
             do {
-                try Validation.check(view.fields.merging(fields))
+                change = try Validation.normalizedEdit(fields, of: view.fields)
             } catch let error as FieldError {
                 throw FieldFailure(field: error.field, reason: error.reason)
             }
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let create = jobs.first(where: { $0.kind == .create }), create.isUntouched {
-                try Store.rewrite(db, create, fields: create.fields.merging(fields), baseVersion: nil)
+                // A create sends no nulls: a field it clears is one it leaves out.
+                try Store.rewrite(db, create, fields: create.fields.merging(change).values, baseVersion: nil)
             } else if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
-                try Store.rewrite(db, last, fields: last.fields.merging(fields), baseVersion: last.baseVersion)
+                try Store.rewrite(db, last, fields: last.fields.merging(change), baseVersion: last.baseVersion)
             } else {
                 // Before the create is applied, the expense it makes will have version 1.
-                try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: view.version ?? 1, now: now)
+                try Store.insertEdit(db, transactionID: transactionID, fields: change, baseVersion: view.version ?? 1, now: now)
             }
             return try Store.view(db, transactionID: transactionID)!
         }
@@ -85,7 +90,8 @@ extension Store {
             }
             var fields = ExpenseFields()
             for (name, values) in cached.conflicts where ExpenseFields.names.contains(name) {
-                fields[name] = takeMine ? values.client : values.server
+                // A side whose value is null asks for the field to be cleared.
+                if let value = takeMine ? values.client : values.server { fields[name] = value } else { fields.clear(name) }
             }
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {

@@ -137,17 +137,26 @@ extension Store {
     }
 
     /// Puts an expense's jobs that need attention (or are backing off) back
-    /// in the queue with fresh budgets, to be sent now.
+    /// in the queue with fresh budgets, to be sent now; not those that can
+    /// never apply (``AttentionHint/canRetry(errorClass:)``), which wait
+    /// for `discard`.
     public func retry(ref: String) async throws -> ExpenseView {
         try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref)
             let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
             if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
-            try db.execute("""
-                UPDATE jobs SET state = 'queued', attempts = 0, transient_attempts = 0, next_attempt_at = 0
-                WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')
-                """, [.text(transactionID)])
-            if db.changes == 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now") }
+            let held = try db.query("SELECT seq, last_error_class FROM jobs WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')",
+                                    [.text(transactionID)]) { (seq: $0.int64(0), errorClass: $0.optionalString(1)) }
+            if held.isEmpty { throw StoreError(.invalidState, "\(transactionID) is being sent right now") }
+            let retryable = held.filter { AttentionHint.canRetry(errorClass: $0.errorClass) }
+            if retryable.isEmpty {
+                throw StoreError(.invalidState, AttentionHint.text(errorClass: held[0].errorClass, transactionID: transactionID))
+            }
+            for job in retryable {
+                try db.execute("""
+                    UPDATE jobs SET state = 'queued', attempts = 0, transient_attempts = 0, next_attempt_at = 0 WHERE seq = ?
+                    """, [.integer(job.seq)])
+            }
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }

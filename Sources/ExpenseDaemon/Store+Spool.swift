@@ -3,96 +3,109 @@ import Posix
 import SQLite
 
 /// A spool file taken as a job, as `spool_intake` remembers it until the
-/// file's removal is durable: enough to recognize the very file after a crash.
+/// file's removal is durable: what start-up needs to finish that removal
+/// after a crash, and to prove which file in the spool, if any, is the
+/// one taken (docs/spool.md, crash safety).
 struct SpoolIntakeRecord: Sendable, Equatable {
+    let name: FileName
+    /// The private name the file is renamed to before it is removed:
+    /// chosen before the commit, and unique to the intake (it is made of
+    /// the job's client id), so only this intake's rename can make it.
+    let takenName: FileName
     let device: UInt64
     let inode: UInt64
     let size: Int64
     /// Last modification, in nanoseconds since the epoch.
     let modified: Int64
-    let name: FileName
+    /// The inode's last change (`st_ctim`) in nanoseconds: unchanged
+    /// while the file is, and never settable by a writer. Nil in a row an
+    /// older version wrote.
+    let changed: Int64?
+    /// SHA-256 of the bytes the daemon read (the receipt it staged, the
+    /// sidecar it parsed). Nil in a row an older version wrote.
+    let digest: [UInt8]?
 
-    init(device: UInt64, inode: UInt64, size: Int64, modified: Int64, name: FileName) {
+    init(name: FileName, takenName: FileName, device: UInt64, inode: UInt64, size: Int64, modified: Int64,
+         changed: Int64?, digest: [UInt8]?) {
+        self.name = name
+        self.takenName = takenName
         self.device = device
         self.inode = inode
         self.size = size
         self.modified = modified
-        self.name = name
+        self.changed = changed
+        self.digest = digest
     }
 
-    init(_ file: SpoolFile) {
-        self.init(device: file.status.device, inode: file.status.inode, size: file.status.size,
-                  modified: file.status.modifiedNanoseconds, name: file.name)
+    /// The record of `file`, taken by the intake of `clientID` as its `index`th file.
+    init(_ file: SpoolFile, clientID: String, index: Int, digest: [UInt8]) {
+        self.init(name: file.name, takenName: SpoolDirectory.takenName(clientID: clientID, index: index),
+                  device: file.status.device, inode: file.status.inode, size: file.status.size,
+                  modified: file.status.modifiedNanoseconds, changed: file.status.changedNanoseconds, digest: digest)
     }
 
-    /// True when `status`, found under `name`, is this very file, unchanged.
-    func matches(_ status: FileStatus, named name: FileName) -> Bool {
-        status.device == device && status.inode == inode && status.size == size
-            && status.modifiedNanoseconds == modified && name == self.name
+    /// The same record for the file now under `name` (renamed by its writer).
+    func renamed(_ name: FileName) -> SpoolIntakeRecord {
+        SpoolIntakeRecord(name: name, takenName: takenName, device: device, inode: inode, size: size, modified: modified,
+                          changed: changed, digest: digest)
     }
-}
 
-/// What queueing a spool drop did.
-enum SpoolEnqueueResult: Sendable, Equatable {
-    case queued(EnqueueResult)
-    /// The file is a job already (its intake was interrupted after the
-    /// commit): nothing was added; the file only needs removing.
-    case alreadyQueued(clientID: String)
+    /// False for a row of schema 1, which has no digest nor change time:
+    /// nothing in it can prove that a file in the spool is the one taken.
+    var isProof: Bool { changed != nil && digest != nil }
+
+    /// True when `status` shows the file untouched since it was taken:
+    /// the same inode, size and change time (a write, a rename, a chmod
+    /// all set the change time). A new file that got the inode back shows
+    /// a change time of its own; the digest settles the rest.
+    func isUntouched(_ status: FileStatus) -> Bool {
+        guard let changed else { return false }
+        return status.device == device && status.inode == inode && status.size == size
+            && status.changedNanoseconds == changed
+    }
 }
 
 extension Store {
     /// Queues an expense made from spool files, and records those files in
     /// `spool_intake`, in one transaction: once it has committed, the files
     /// are a job, and a crash before their removal never makes a second one.
-    ///
-    /// When one of `files` is recorded already with the same size, mtime
-    /// and name, it is a job already: nothing is added (and a staged
-    /// receipt is removed).
     func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?,
-                            files: [SpoolIntakeRecord], now: Int64) async throws -> SpoolEnqueueResult {
+                            files: [SpoolIntakeRecord], now: Int64) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
-        let result: SpoolEnqueueResult
         do {
-            result = try await database.write { db in
-                for file in files {
-                    let known = try db.queryFirst(
-                        "SELECT client_id, size, modified, name FROM spool_intake WHERE device = ? AND inode = ?",
-                        [.integer(Int64(bitPattern: file.device)), .integer(Int64(bitPattern: file.inode))]
-                    ) { r in (r.string(0), r.int64(1), r.int64(2), r.blob(3) ?? []) }
-                    // Not by name: a file renamed within the spool is still the file taken.
-                    if let known, known.1 == file.size, known.2 == file.modified {
-                        return .alreadyQueued(clientID: known.0)
-                    }
-                }
+            try await database.write { db in
                 try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
                 for file in files {
-                    // REPLACE: a row left for an inode since reused by this file is stale.
                     try db.execute("""
-                        INSERT OR REPLACE INTO spool_intake (device, inode, size, modified, name, client_id, taken_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """, [.integer(Int64(bitPattern: file.device)), .integer(Int64(bitPattern: file.inode)),
-                              .integer(file.size), .integer(file.modified), .blob(file.name.bytes), .text(clientID), .integer(now)])
+                        INSERT INTO spool_intake (taken_name, name, device, inode, size, modified, changed, digest, client_id, taken_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.blob(file.takenName.bytes), .blob(file.name.bytes), .integer(Int64(bitPattern: file.device)),
+                              .integer(Int64(bitPattern: file.inode)), .integer(file.size), .integer(file.modified),
+                              file.changed.map(SQLValue.integer) ?? .null, file.digest.map(SQLValue.blob) ?? .null,
+                              .text(clientID), .integer(now)])
                 }
-                return .queued(EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil))
             }
         } catch {
             if let receipt { try? receipts.remove(receipt.fileName) }
             throw error
         }
-        if case .alreadyQueued = result, let receipt { try? receipts.remove(receipt.fileName) }
-        return result
+        return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
     }
 
     /// Spool files recorded as jobs whose removal may not have finished,
     /// with the client id of the expense each became. Blocking: for start-up.
     func spoolIntakeRecords() throws -> [(record: SpoolIntakeRecord, clientID: String)] {
         try database.sync { db in
-            try db.query("SELECT device, inode, size, modified, name, client_id FROM spool_intake ORDER BY taken_at") { r in
-                guard let name = FileName(bytes: r.blob(4) ?? []) else { return nil }
-                let record = SpoolIntakeRecord(device: UInt64(bitPattern: r.int64(0)), inode: UInt64(bitPattern: r.int64(1)),
-                                               size: r.int64(2), modified: r.int64(3), name: name)
-                return (record: record, clientID: r.string(5))
+            try db.query("""
+                SELECT taken_name, name, device, inode, size, modified, changed, digest, client_id
+                FROM spool_intake ORDER BY taken_at
+                """) { r in
+                guard let taken = FileName(bytes: r.blob(0) ?? []), let name = FileName(bytes: r.blob(1) ?? []) else { return nil }
+                let record = SpoolIntakeRecord(name: name, takenName: taken, device: UInt64(bitPattern: r.int64(2)),
+                                               inode: UInt64(bitPattern: r.int64(3)), size: r.int64(4), modified: r.int64(5),
+                                               changed: r.optionalInt64(6), digest: r.blob(7))
+                return (record: record, clientID: r.string(8))
             }.compactMap { $0 }
         }
     }
@@ -111,8 +124,8 @@ extension Store {
 
     private static func deleteIntake(_ db: Connection, _ files: [SpoolIntakeRecord]) throws {
         for file in files {
-            try db.execute("DELETE FROM spool_intake WHERE device = ? AND inode = ?",
-                           [.integer(Int64(bitPattern: file.device)), .integer(Int64(bitPattern: file.inode))])
+            try db.execute("DELETE FROM spool_intake WHERE taken_name = ? AND device = ?",
+                           [.blob(file.takenName.bytes), .integer(Int64(bitPattern: file.device))])
         }
     }
 }

@@ -67,7 +67,7 @@ extension Store {
         .text("[" + jobs.map { String($0.seq) }.joined(separator: ",") + "]")
     }
 
-    /// Our own upload moved the expense from version n to n + 1. Edits
+    /// Our own upload or edit moved the expense from version n to n + 1. Edits
     /// still waiting that were made against n are moved to n + 1 too, so
     /// the server does not take them for stale (a stale currency or tax
     /// tag is held back as a conflict). Only when nothing else changed the
@@ -149,7 +149,7 @@ extension Store {
         }
         let edits = jobs.filter { $0.kind == .edit && $0.isUntouched }
         guard !edits.isEmpty else { return nil }
-        try rewrite(db, create, fields: edits.reduce(create.fields) { $0.merging($1.fields) }, baseVersion: nil)
+        try rewrite(db, create, fields: edits.reduce(create.fields) { $0.merging($1.fields) }.values, baseVersion: nil)
         for edit in edits { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(edit.seq)]) }
         return nil
     }
@@ -218,7 +218,7 @@ extension Store {
         switch update {
         case .applied(let expense):
             if let expense {
-                if job.kind == .receipt { try Store.rebaseEdits(db, after: expense) }
+                if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
                 try Store.upsert(db, expense, now: now)
             }
             FaultPoints.hit("between-upsert-and-job-removal")
@@ -326,7 +326,7 @@ extension Store {
                     // Deleted elsewhere: a change still waiting here cannot apply.
                     // Say so instead of dropping the user's edit silently.
                     try db.execute("""
-                        UPDATE jobs SET state = 'needs_attention', last_error_class = 'conflict',
+                        UPDATE jobs SET state = 'needs_attention', last_error_class = 'gone',
                             last_error = 'the expense was deleted on another device; this edit was not applied'
                         WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
                         """, [.text(expense.transactionID)])

@@ -34,7 +34,11 @@ final class TokenSource: Sendable {
         if let configuredPath {
             path = configuredPath
         } else if let credentials = Environment["CREDENTIALS_DIRECTORY"] {
-            path = "\(credentials)/token"
+            // An empty one would make the token file "/token"; systemd never sets it so.
+            path = credentials.isEmpty ? nil : "\(credentials)/token"
+            if credentials.isEmpty {
+                state.withLock { $0.problem = "CREDENTIALS_DIRECTORY is set but empty, so there is no token file" }
+            }
         } else {
             path = nil
         }

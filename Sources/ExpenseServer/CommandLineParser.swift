@@ -1,4 +1,6 @@
+import ExpenseCore
 import Posix
+import ServerAccounts
 import ServerAPI
 
 /// What the command line asks for.
@@ -29,38 +31,51 @@ enum CommandLineParser {
         case "user":
             let rest = Array(arguments.dropFirst())
             guard let action = rest.first else { throw UsageError("missing user subcommand; expected add or list") }
-            var options = try Options(Array(rest.dropFirst()), known: storageOptions)
-            let storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
-            switch action {
-            case "add":
-                guard options.positional.count == 1, let name = options.positional.first else {
-                    throw UsageError("user add takes exactly one NAME")
+            guard action == "add" || action == "list" else {
+                throw UsageError("unknown user subcommand \(quoted(action)); expected add or list")
+            }
+            let options = try Options(Array(rest.dropFirst()), known: storageOptions, command: "user \(action)")
+            let storage = try options.storage()
+            if action == "list" {
+                guard options.positional.isEmpty else {
+                    throw UsageError("user list takes no arguments, got \(quoted(options.positional[0]))")
                 }
-                options.positional = []
-                return .userAdd(name: name, storage: storage)
-            case "list":
-                guard options.positional.isEmpty else { throw UsageError("user list takes no arguments") }
                 return .userList(storage: storage)
-            default:
-                throw UsageError("unknown user subcommand '\(AccessEntry.printable(action, limit: 64))'; expected add or list")
             }
+            guard options.positional.count == 1, let name = options.positional.first else {
+                throw UsageError("user add takes exactly one NAME, got \(options.positional.count)")
+            }
+            guard Accounts.isValidName(name) else { throw UsageError(UserError.invalidName(name).description) }
+            return .userAdd(name: name, storage: storage)
         case "migrate":
-            let options = try Options(Array(arguments.dropFirst()), known: storageOptions)
-            guard options.positional.isEmpty else { throw UsageError("migrate takes no arguments") }
-            return .migrate(storage: try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"]))
-        case "backup":
-            let options = try Options(Array(arguments.dropFirst()), known: storageOptions)
-            guard options.positional.count == 1, let destination = options.positional.first, !destination.isEmpty else {
-                throw UsageError("backup takes exactly one DEST, a folder to create")
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions, command: "migrate")
+            guard options.positional.isEmpty else {
+                throw UsageError("migrate takes no arguments, got \(quoted(options.positional[0]))")
             }
-            let storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
+            return .migrate(storage: try options.storage())
+        case "backup":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions, command: "backup")
+            guard options.positional.count == 1, let destination = options.positional.first else {
+                throw UsageError("backup takes exactly one DEST, a folder to create, got \(options.positional.count)")
+            }
+            guard !destination.isEmpty else { throw UsageError("backup's DEST must not be empty") }
+            // Only SQLite data is backed up: no hint at a PostgreSQL URL.
+            guard options.values["--data-dir"] != nil || options.values["--database"] != nil else {
+                throw UsageError("--data-dir is required")
+            }
+            let storage = try options.storage()
             guard case .sqlite = storage else {
                 throw UsageError("backup copies SQLite data; back up a PostgreSQL database with pg_dump (docs/server.md, \"Backups\")")
             }
             return .backup(destination: destination, storage: storage)
         default:
-            throw UsageError("unknown subcommand '\(AccessEntry.printable(command, limit: 64))'; expected serve, user, migrate or backup")
+            throw UsageError("unknown subcommand \(quoted(command)); expected serve, user, migrate or backup")
         }
+    }
+
+    /// Text from the command line as messages show it (``LogText/quoted(_:limit:)``).
+    private static func quoted(_ text: String, limit: Int = 256) -> String {
+        LogText.quoted(text, limit: limit)
     }
 
     /// Where the data is: every subcommand takes these.
@@ -68,17 +83,17 @@ enum CommandLineParser {
 
     static let serveOptions = [
         "--listen", "--data-dir", "--database", "--database-pool", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
-        "--connection-timeout", "--request-timeout", "--idempotency-retention-hours",
+        "--connection-timeout", "--header-timeout", "--request-timeout", "--idempotency-retention-hours",
         "--fault-drop-request", "--fault-drop-response", "--fault-error-rate", "--fault-delay-ms", "--fault-seed",
     ]
 
     private static func parseServe(_ arguments: [String]) throws(UsageError) -> ServeConfiguration {
-        let options = try Options(arguments, known: Set(serveOptions))
+        let options = try Options(arguments, known: Set(serveOptions), command: "serve")
         guard options.positional.isEmpty else {
-            throw UsageError("serve takes no arguments, got '\(AccessEntry.printable(options.positional[0], limit: 64))'")
+            throw UsageError("serve takes no arguments, got \(quoted(options.positional[0]))")
         }
         var c = ServeConfiguration()
-        c.storage = try StorageLocation.parse(database: options.values["--database"], dataDirectory: options.values["--data-dir"])
+        c.storage = try options.storage()
         c.dataDirectory = options.values["--data-dir"] ?? ""
         c.databasePoolSize = Int(try options.integer("--database-pool", in: 1...1000) ?? Int64(c.databasePoolSize))
         if let text = options.values["--listen"] {
@@ -91,6 +106,7 @@ enum CommandLineParser {
         c.maxConnections = Int(try options.integer("--max-connections", in: 1...100_000) ?? Int64(c.maxConnections))
         c.maxConnectionsPerAddress = Int(try options.integer("--max-connections-per-ip", in: 0...100_000) ?? Int64(c.maxConnectionsPerAddress))
         c.connectionTimeoutSeconds = Int(try options.integer("--connection-timeout", in: 1...86_400) ?? Int64(c.connectionTimeoutSeconds))
+        c.headerTimeoutSeconds = Int(try options.integer("--header-timeout", in: 1...3_600) ?? Int64(c.headerTimeoutSeconds))
         c.requestTimeoutSeconds = Int(try options.integer("--request-timeout", in: 1...86_400) ?? Int64(c.requestTimeoutSeconds))
         c.idempotencyRetentionHours = Int(try options.integer("--idempotency-retention-hours", in: 24...87_600) ?? Int64(c.idempotencyRetentionHours))
         c.faults.dropRequest = try options.probability("--fault-drop-request") ?? 0
@@ -98,7 +114,9 @@ enum CommandLineParser {
         c.faults.errorRate = try options.probability("--fault-error-rate") ?? 0
         c.faults.delayMilliseconds = Int(try options.integer("--fault-delay-ms", in: 0...600_000) ?? 0)
         if let seed = options.values["--fault-seed"] {
-            guard let value = UInt64(seed) else { throw UsageError("--fault-seed must be a whole number from 0 to \(UInt64.max)") }
+            guard seed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = UInt64(seed) else {
+                throw UsageError("--fault-seed must be a whole number from 0 to \(UInt64.max), got \(quoted(seed, limit: 32))")
+            }
             c.faults.seed = value
         }
         return c
@@ -109,7 +127,8 @@ enum CommandLineParser {
         var values: [String: String] = [:]
         var positional: [String] = []
 
-        init(_ arguments: [String], known: Set<String>) throws(UsageError) {
+        /// - Parameter command: the subcommand, for messages.
+        init(_ arguments: [String], known: Set<String>, command: String) throws(UsageError) {
             var index = 0
             while index < arguments.count {
                 let argument = arguments[index]
@@ -124,9 +143,13 @@ enum CommandLineParser {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
                 }
-                guard known.contains(name) else { throw UsageError("unknown option '\(AccessEntry.printable(name, limit: 64))'") }
+                guard known.contains(name) else {
+                    throw UsageError("unknown option \(quoted(name, limit: 64)) for \(command)")
+                }
                 if value == nil {
-                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                    // An option right after another is a forgotten value,
+                    // not a value (`--name=--x` gives one that starts so).
+                    guard index < arguments.count, !arguments[index].hasPrefix("--") else { throw UsageError("\(name) needs a value") }
                     value = arguments[index]
                     index += 1
                 }
@@ -135,18 +158,25 @@ enum CommandLineParser {
             }
         }
 
+        /// `--data-dir` and `--database`: one of them every subcommand needs.
+        func storage() throws(UsageError) -> StorageLocation {
+            try StorageLocation.parse(database: values["--database"], dataDirectory: values["--data-dir"])
+        }
+
         func integer(_ name: String, in range: ClosedRange<Int64>) throws(UsageError) -> Int64? {
             guard let text = values[name] else { return nil }
             guard let value = Int64(text), range.contains(value) else {
-                throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+                throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \(quoted(text, limit: 32))")
             }
             return value
         }
 
+        /// A probability written as a plain decimal (`0`, `0.25`, `1`).
         func probability(_ name: String) throws(UsageError) -> Double? {
             guard let text = values[name] else { return nil }
-            guard let value = Double(text), value >= 0, value <= 1 else {
-                throw UsageError("\(name) must be a probability from 0 to 1")
+            let isDecimal = !text.isEmpty && text.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+            guard isDecimal, let value = Double(text), value >= 0, value <= 1 else {
+                throw UsageError("\(name) must be a probability from 0 to 1, like 0.25, got \(quoted(text, limit: 32))")
             }
             return value
         }

@@ -17,6 +17,9 @@ struct ServeConfiguration: Sendable, Equatable {
     var maxConnectionsPerAddress = 0
     /// Seconds a connection may stay silent before it is closed.
     var connectionTimeoutSeconds = 30
+    /// Seconds a request head (request line and headers) may take to
+    /// arrive in full, from the connection's opening or its previous response.
+    var headerTimeoutSeconds = 10
     /// Seconds a request's body may take to arrive in full.
     var requestTimeoutSeconds = 300
     /// Hours idempotency records are kept; at least the contract's 24.

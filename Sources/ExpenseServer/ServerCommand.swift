@@ -80,6 +80,7 @@ public enum ServerCommand {
         options.connectionLimit = configuration.maxConnections
         options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
         options.idleTimeoutSeconds = configuration.connectionTimeoutSeconds
+        options.headTimeoutSeconds = configuration.headerTimeoutSeconds
         options.isIPv6 = address.family == .ipv6
         let server: HTTPServer
         do {
@@ -196,7 +197,7 @@ public enum ServerCommand {
             StandardStreams.writeOutputLine("backed up \(summary.expenses) expenses and \(summary.receipts) receipts to \(destination)")
             return ExitStatus.success.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to back up \(storage) to '\(destination)': \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to back up \(storage) to \(LogText.quoted(destination)): \(error)")
             return ExitStatus.failure.rawValue
         }
     }

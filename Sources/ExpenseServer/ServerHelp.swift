@@ -9,7 +9,7 @@ enum ServerHelp {
                expense-server user add NAME (--data-dir DIR | --database URL)
                expense-server user list (--data-dir DIR | --database URL)
                expense-server migrate (--data-dir DIR | --database URL)
-               expense-server backup DEST --data-dir DIR
+               expense-server backup DEST --data-dir DIR [--database PATH]
 
         SUBCOMMANDS:
           serve                   Serve the API until SIGTERM or SIGINT.
@@ -31,10 +31,13 @@ enum ServerHelp {
           --listen HOST:PORT      Address to listen on (default: 127.0.0.1:8080). Port 0 picks a free
                                   port. Ignored when systemd passes a socket (LISTEN_FDS).
           --receipt-max-bytes N   Largest receipt accepted (default: 26214400, 25 MiB).
-          --max-connections N     Connections served at once (default: 256).
+          --max-connections N     Connections served at once (default: 256). At the limit, the one that
+                                  has waited longest for its request head makes room for the new one.
           --max-connections-per-ip N
                                   Connections from one address at once (default: 0, no limit).
           --connection-timeout S  Seconds a silent connection stays open (default: 30).
+          --header-timeout S      Seconds a request line and headers may take to arrive in full, from
+                                  the connection's opening or the end of its previous exchange (default: 10).
           --request-timeout S     Seconds a request body may take to arrive (default: 300).
           --idempotency-retention-hours H
                                   Hours idempotency keys are remembered (default: 48, minimum: 24).

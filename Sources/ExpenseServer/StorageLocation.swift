@@ -1,3 +1,4 @@
+import ExpenseCore
 import PostgresStorage
 import ServerStorage
 import SQLiteStorage
@@ -24,8 +25,8 @@ enum StorageLocation: Equatable, Sendable, CustomStringConvertible {
         }
         guard !database.isEmpty else { throw UsageError("--database must not be empty") }
         if let (scheme, _) = splitScheme(database) {
-            guard scheme == "postgresql" || scheme == "postgres" else {
-                throw UsageError("--database must be a postgresql:// URL or the path of an SQLite file, not a '\(scheme.prefix(32))' URL")
+            guard scheme.lowercased() == "postgresql" || scheme.lowercased() == "postgres" else {
+                throw UsageError("--database must be a postgresql:// URL or the path of an SQLite file, not a \(LogText.quoted(scheme, limit: 32)) URL")
             }
             guard !hasPassword(database) else {
                 throw UsageError("--database must not hold a password (it would show in the process list): put it in a password file (PGPASSFILE, or passfile= in the URL)")
@@ -36,13 +37,13 @@ enum StorageLocation: Equatable, Sendable, CustomStringConvertible {
         return .sqlite(dataDirectory: dataDirectory, databasePath: database)
     }
 
-    /// `scheme` and the rest of `scheme://rest`, the scheme lowercased.
+    /// `scheme` (as typed) and the rest of `scheme://rest`.
     private static func splitScheme(_ text: String) -> (String, Substring)? {
         let bytes = Array(text.utf8)
         guard let index = (0..<max(0, bytes.count - 2)).first(where: { bytes[$0] == 0x3A && bytes[$0 + 1] == 0x2F && bytes[$0 + 2] == 0x2F }) else {
             return nil
         }
-        let scheme = String(decoding: bytes[..<index], as: UTF8.self).lowercased()
+        let scheme = String(decoding: bytes[..<index], as: UTF8.self)
         return (scheme, Substring(String(decoding: bytes[(index + 3)...], as: UTF8.self)))
     }
 
@@ -69,11 +70,12 @@ enum StorageLocation: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// For messages: "data directory '/srv/data'", "the PostgreSQL database".
+    /// For messages: "data directory '/srv/data'", "the PostgreSQL database";
+    /// paths as typed (``LogText/quoted(_:limit:)``).
     var description: String {
         switch self {
-        case .sqlite(let directory, nil): "data directory '\(directory)'"
-        case .sqlite(_, let path?): "database '\(path)'"
+        case .sqlite(let directory, nil): "data directory \(LogText.quoted(directory))"
+        case .sqlite(_, let path?): "database \(LogText.quoted(path))"
         case .postgres: "the PostgreSQL database"
         }
     }

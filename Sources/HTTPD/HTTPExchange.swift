@@ -88,6 +88,15 @@ public enum HTTPTermination: Sendable, Equatable {
     case error
     /// The client was idle longer than the connection timeout.
     case timeout
+    /// The request head was not complete within the head timeout.
+    case headTimeout
+    /// The connection was still waiting for its request head when the
+    /// connection limit was reached, and had waited longest: it was closed
+    /// to make room for a new one.
+    case evicted
+    /// The connection arrived at the connection limit while no other was
+    /// waiting for a head, and was closed.
+    case connectionLimit
     /// The server is stopping.
     case shutdown
     /// The client closed the connection or could not be read from.
@@ -121,8 +130,10 @@ public protocol HTTPService: Sendable {
     func makeExchange(for head: HTTPRequestHead) -> any HTTPExchange
 
     /// A request line arrived but the request never reached an exchange:
-    /// the HTTP layer rejected its headers, or the client went away or timed
-    /// out before they were complete.
+    /// the HTTP layer rejected its headers, the client went away or was
+    /// silent too long before they were complete, or the server closed the
+    /// connection because they were late or to make room for another
+    /// (``HTTPTermination/headTimeout``, ``HTTPTermination/evicted``).
     func requestAbandoned(target: String, termination: HTTPTermination, durationNanoseconds: UInt64)
 
     /// A diagnostic from the HTTP library itself, one line.

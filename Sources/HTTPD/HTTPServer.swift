@@ -10,13 +10,19 @@ import Posix
 public final class HTTPServer: Sendable {
     /// Limits that protect the server from its clients.
     public struct Options: Sendable {
-        /// Connections served at once; more are closed on arrival.
+        /// Connections served at once. At the limit, a new connection takes
+        /// the place of the one that has waited longest for a request head
+        /// (``HeadDeadlines``); when none is waiting, the new one is closed.
         public var connectionLimit: Int = 256
         /// Connections from one IP address at once; 0 for no limit.
         public var perAddressConnectionLimit: Int = 0
         /// Seconds a connection may stay silent (while sending its headers,
         /// its body, or between keep-alive requests) before it is closed.
         public var idleTimeoutSeconds: Int = 30
+        /// Seconds a whole request head (request line and headers) may take
+        /// to arrive, from the connection's opening or the end of its
+        /// previous exchange; a late connection is closed.
+        public var headTimeoutSeconds: Int = 10
         /// Bytes of buffer per connection; the request line and headers must fit.
         public var connectionMemoryLimit: Int = 32 * 1024
         /// Stack of each connection thread; 0 for the system's default.
@@ -37,21 +43,32 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd closes the socket it is given on stop; give it its own.
         let listenCopy = Glibc.fcntl(socket.rawValue, F_DUPFD_CLOEXEC, 0)
         guard listenCopy >= 0 else { throw HTTPServerError("Failed to duplicate the listening socket: errno \(errno)") }
-        let context = Unmanaged.passRetained(ServerContext(service: service))
+        let connections: ConnectionGuard
+        do {
+            connections = try ConnectionGuard(limit: options.connectionLimit, headTimeoutSeconds: options.headTimeoutSeconds)
+        } catch {
+            Glibc.close(listenCopy)
+            throw HTTPServerError("Failed to start the connection timer: \(error)")
+        }
+        let context = Unmanaged.passRetained(ServerContext(service: service, connections: connections))
         var flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue | MHD_USE_ERROR_LOG.rawValue
         if options.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let daemon = cmicrohttpd_start_daemon(
             flags, listenCopy,
-            accessHandler, completedHandler, requestLineHandler, libraryLogger,
+            accessHandler, completedHandler, requestLineHandler, connectionHandler, libraryLogger,
             context.toOpaque(),
-            UInt32(clamping: options.connectionLimit),
+            // The guard enforces the limit; libmicrohttpd's own is room for
+            // the connections being closed to make way, which still hold a
+            // slot until their thread has seen the end of the stream.
+            UInt32(clamping: options.connectionLimit * 2),
             UInt32(clamping: options.perAddressConnectionLimit),
             UInt32(clamping: options.idleTimeoutSeconds),
             options.connectionMemoryLimit,
             options.threadStackSize)
         guard let daemon else {
             Glibc.close(listenCopy)
+            connections.stop()
             context.release()
             throw HTTPServerError("libmicrohttpd refused to start (see its message above)")
         }
@@ -63,6 +80,7 @@ public final class HTTPServer: Sendable {
     /// returned, and waits for their threads. Call once. Wraps `MHD_stop_daemon`.
     public func stop() {
         MHD_stop_daemon(daemon.pointer)
+        context.takeUnretainedValue().connections.stop()
         context.release()
     }
 
@@ -88,7 +106,11 @@ private final class Handle: @unchecked Sendable {
 /// What every callback reaches through its `cls` pointer.
 private final class ServerContext: Sendable {
     let service: any HTTPService
-    init(service: any HTTPService) { self.service = service }
+    let connections: ConnectionGuard
+    init(service: any HTTPService, connections: ConnectionGuard) {
+        self.service = service
+        self.connections = connections
+    }
 }
 
 /// One request's state, from its request line to its completion. Lives in
@@ -121,6 +143,8 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, _, met
     let request = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
     guard let exchange = request.exchange else {
+        // The first call: the head is complete, unless it came too late.
+        guard server.connections.headArrived(connectionID(connection)) else { return MHD_Result.NO }
         let head = HTTPRequestHead(
             method: method.map { String(cString: $0) } ?? "",
             target: request.target,
@@ -146,17 +170,21 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, _, met
     return perform(action, on: connection, for: request)
 }
 
-private let completedHandler: MHD_RequestCompletedCallback = { cls, _, perRequest, code in
+private let completedHandler: MHD_RequestCompletedCallback = { cls, connection, perRequest, code in
     guard let cls, let perRequest, let raw = perRequest.pointee else { return }
     perRequest.pointee = nil
     let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     let request = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+    let closedByGuard = connection.flatMap { server.connections.exchangeEnded(connectionID($0)) }
     let termination: HTTPTermination
-    switch code {
-    case .REQUEST_TERMINATED_COMPLETED_OK: termination = .completed
-    case .REQUEST_TERMINATED_TIMEOUT_REACHED: termination = .timeout
-    case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: termination = .shutdown
-    case .REQUEST_TERMINATED_READ_ERROR, .REQUEST_TERMINATED_CLIENT_ABORT: termination = .clientGone
+    switch (closedByGuard, code) {
+    case (.headTimeout, _): termination = .headTimeout
+    case (.evicted, _): termination = .evicted
+    case (.connectionLimit, _): termination = .connectionLimit
+    case (nil, .REQUEST_TERMINATED_COMPLETED_OK): termination = .completed
+    case (nil, .REQUEST_TERMINATED_TIMEOUT_REACHED): termination = .timeout
+    case (nil, .REQUEST_TERMINATED_DAEMON_SHUTDOWN): termination = .shutdown
+    case (nil, .REQUEST_TERMINATED_READ_ERROR), (nil, .REQUEST_TERMINATED_CLIENT_ABORT): termination = .clientGone
     default: termination = .error
     }
     if let exchange = request.exchange {
@@ -164,6 +192,22 @@ private let completedHandler: MHD_RequestCompletedCallback = { cls, _, perReques
     } else {
         server.service.requestAbandoned(target: request.target, termination: termination,
                                         durationNanoseconds: Clock.monotonicNanoseconds - request.startNanoseconds)
+    }
+}
+
+/// `MHD_OPTION_NOTIFY_CONNECTION`: a connection was accepted (on the daemon's
+/// thread, before the connection's own starts), or is about to be closed.
+private let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED:
+        guard let info = cmicrohttpd_connection_info(connection, .CONNECTION_INFO_CONNECTION_FD) else { return }
+        server.connections.opened(connectionID(connection), descriptor: info.pointee.connect_fd)
+    case .CONNECTION_NOTIFY_CLOSED:
+        server.connections.closed(connectionID(connection))
+    default:
+        break
     }
 }
 
@@ -181,6 +225,11 @@ private let libraryLogger: MHD_LogCallback = { cls, format, arguments in
 }
 
 // MARK: - Helpers
+
+/// A connection's identity for ``HeadDeadlines``: its address, unique while it is open.
+private func connectionID(_ connection: OpaquePointer) -> HeadDeadlines.ConnectionID {
+    HeadDeadlines.ConnectionID(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
+}
 
 /// Queues `action`'s response, or reports that the connection must close.
 private func perform(_ action: HTTPAction, on connection: OpaquePointer, for request: RequestContext) -> MHD_Result {

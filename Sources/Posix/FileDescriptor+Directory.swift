@@ -23,12 +23,14 @@ extension FileDescriptor {
         }
     }
 
-    /// Creates the directory `name` in this directory. Wraps `mkdirat(2)`;
-    /// an existing name is an error (`EEXIST`), whatever it is.
+    /// Creates the directory `name` in this directory, durably: this
+    /// directory is `fsync`ed after it, so the new entry survives a crash.
+    /// Wraps `mkdirat(2)`; an existing name is an error (`EEXIST`), whatever it is.
     public func makeDirectoryAt(_ name: FileName, mode: UInt32) throws(SystemCallError) {
         try name.withCString { cName throws(SystemCallError) in
             _ = try retrying("mkdirat", name.displayName) { Glibc.mkdirat(rawValue, cName, mode_t(mode)) }
         }
+        try sync()
     }
 
     /// Moves `name` in this directory to `newName` in `directory` (which

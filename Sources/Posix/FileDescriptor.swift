@@ -42,6 +42,24 @@ public final class FileDescriptor: Sendable {
         return FileDescriptor(owning: fd)
     }
 
+    /// Wraps `open(2)` for a path given as bytes, which need not be UTF-8
+    /// (a file name is whatever bytes its writer chose); always adds `O_CLOEXEC`.
+    public static func open(pathBytes path: [UInt8], _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {
+        var terminated = path.map { CChar(bitPattern: $0) }
+        terminated.append(0)
+        var result: Result<Int32, SystemCallError>!
+        terminated.withUnsafeBufferPointer { buffer in
+            do throws(SystemCallError) {
+                result = .success(try retrying("open", String(decoding: path, as: UTF8.self)) {
+                    Glibc.open(buffer.baseAddress!, flags.rawValue | O_CLOEXEC, mode)
+                })
+            } catch {
+                result = .failure(error)
+            }
+        }
+        return FileDescriptor(owning: try result.get())
+    }
+
     /// Wraps `openat(2)` relative to this directory; always adds `O_CLOEXEC`.
     /// `name` is raw bytes, so names that are not UTF-8 still open.
     public func openAt(_ name: FileName, _ flags: OpenFlags, mode: UInt32 = 0o600) throws(SystemCallError) -> FileDescriptor {
@@ -178,6 +196,10 @@ public struct FileStatus: Sendable, Equatable {
     public let inode: UInt64
     /// Last modification, in nanoseconds since the epoch.
     public let modifiedNanoseconds: Int64
+    /// Last change of the inode (`st_ctim`: data, mode, links, a rename),
+    /// in nanoseconds since the epoch. Only the kernel sets it: unlike
+    /// the modification time, no writer can give a file a chosen one.
+    public let changedNanoseconds: Int64
 
     init(_ st: stat) {
         switch st.st_mode & S_IFMT {
@@ -198,5 +220,6 @@ public struct FileStatus: Sendable, Equatable {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         modifiedNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        changedNanoseconds = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
     }
 }

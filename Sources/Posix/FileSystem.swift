@@ -5,21 +5,42 @@ import Glibc
 /// Path-level file system calls. Durable writes go through
 /// ``writeDurably(_:to:in:)``: temporary name, `fsync`, `rename`, directory `fsync`.
 public enum FileSystem {
-    /// Wraps `mkdir(2)`; an existing directory is not an error unless `mustBeNew`.
-    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700, mustBeNew: Bool = false) throws(SystemCallError) {
-        if Glibc.mkdir(path, mode) == 0 { return }
+    /// Wraps `mkdir(2)`; an existing directory is not an error unless
+    /// `mustBeNew`. A new directory is durable only once the entry naming it
+    /// is: its parent is `fsync`ed before this returns (as for a rename,
+    /// fsync(2) NOTES). A parent that may be written to but not read cannot
+    /// be opened to sync it: then the entry is durable at the file system's
+    /// next commit.
+    /// - Returns: true when it was created.
+    @discardableResult
+    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700, mustBeNew: Bool = false) throws(SystemCallError) -> Bool {
+        if Glibc.mkdir(path, mode) == 0 {
+            do {
+                try syncDirectory(parent(of: path))
+            } catch where error.isPermissionDenied {}
+            return true
+        }
         let code = errno
-        if code == EEXIST, !mustBeNew, (try? status(path).kind) == .directory { return }
+        if code == EEXIST, !mustBeNew, (try? status(path).kind) == .directory { return false }
         throw SystemCallError(call: "mkdir", errno: code, subject: path)
     }
 
-    /// Creates `path` and its missing parents.
+    /// Creates `path` and its missing parents, each made durable in the
+    /// directory above it (``makeDirectory(_:mode:mustBeNew:)``).
     public static func makeDirectories(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
             prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
             try makeDirectory(prefix, mode: mode)
         }
+    }
+
+    /// The directory `path` is in: `/` for `/a`, `.` for `a`.
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
     /// Wraps `stat(2)` (follows links) or `lstat(2)` (`followLinks: false`).

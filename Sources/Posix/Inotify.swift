@@ -15,12 +15,16 @@ public final class Inotify: Sendable {
         public static let closeWrite = Mask(rawValue: UInt32(bitPattern: IN_CLOSE_WRITE))
         public static let movedTo = Mask(rawValue: UInt32(bitPattern: IN_MOVED_TO))
         public static let create = Mask(rawValue: UInt32(bitPattern: IN_CREATE))
+        public static let delete = Mask(rawValue: UInt32(bitPattern: IN_DELETE))
+        public static let movedFrom = Mask(rawValue: UInt32(bitPattern: IN_MOVED_FROM))
         public static let open = Mask(rawValue: UInt32(bitPattern: IN_OPEN))
         public static let access = Mask(rawValue: UInt32(bitPattern: IN_ACCESS))
         public static let deleteSelf = Mask(rawValue: UInt32(bitPattern: IN_DELETE_SELF))
         public static let moveSelf = Mask(rawValue: UInt32(bitPattern: IN_MOVE_SELF))
         /// Only when the watched path is a directory (`add_watch` fails with `ENOTDIR`).
         public static let onlyDirectory = Mask(rawValue: UInt32(bitPattern: IN_ONLYDIR))
+        /// Do not follow the path if it is a symbolic link.
+        public static let dontFollow = Mask(rawValue: UInt32(bitPattern: IN_DONT_FOLLOW))
         /// Set on every event about a subdirectory.
         public static let isDirectory = Mask(rawValue: UInt32(bitPattern: IN_ISDIR))
         /// The kernel's queue was full: events were lost (`max_queued_events`).

@@ -35,6 +35,18 @@ public enum CurrentProcess {
         Glibc.exit(status)
     }
 
+    /// The arguments after the program name as the kernel passed them:
+    /// bytes, which need not be UTF-8. (`CommandLine.arguments` replaces
+    /// invalid bytes with U+FFFD, so a caller could not tell.)
+    public static var rawArguments: [[UInt8]] {
+        // argc may be 0 (execve with an empty argv): there is nothing after the name then.
+        guard CommandLine.argc > 1 else { return [] }
+        return (1..<Int(CommandLine.argc)).map { index in
+            guard let argument = CommandLine.unsafeArgv[index] else { return [] }
+            return Array(UnsafeBufferPointer(start: argument, count: strlen(argument))).map { UInt8(bitPattern: $0) }
+        }
+    }
+
     /// Unblocks `signals` for the calling thread and the threads it starts
     /// later (`pthread_sigmask(2)`). A process inherits its parent's mask
     /// across `exec`; a launcher that blocks SIGTERM would otherwise leave

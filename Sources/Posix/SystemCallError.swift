@@ -31,6 +31,8 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
     public var isNotFound: Bool { errno == ENOENT }
     /// The two paths are on different file systems (`EXDEV`).
     public var isCrossDevice: Bool { errno == EXDEV }
+    /// True when a name or path was longer than the call takes (`ENAMETOOLONG`).
+    public var isNameTooLong: Bool { errno == ENAMETOOLONG }
     /// True when nothing listens at the address (`ECONNREFUSED`).
     public var isConnectionRefused: Bool { errno == ECONNREFUSED }
     /// True when the call would have blocked on a non-blocking descriptor.

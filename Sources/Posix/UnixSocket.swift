@@ -36,6 +36,9 @@ public enum UnixSocket {
         return fd
     }
 
+    /// The longest path a socket address holds, in bytes (`sun_path` less its NUL).
+    public static let maximumPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
     /// Connects to the socket at `path` (blocking).
     public static func connect(path: String) throws(SystemCallError) -> FileDescriptor {
         var address = try makeAddress(path)

@@ -105,14 +105,7 @@ final class APIExchange: HTTPExchange {
     func complete(status: Int?, termination: HTTPTermination) {
         releaseClaim()
         if case .receipt(let upload) = receiver { upload.discard() }
-        if status == nil && note == nil {
-            switch termination {
-            case .timeout: note = "closed=timeout"
-            case .clientGone: note = "closed=client-gone"
-            case .shutdown: note = "closed=shutdown"
-            case .completed, .error: break
-            }
-        }
+        if status == nil && note == nil { note = termination.note }
         service.log.access(AccessEntry(
             method: head.method, path: target.path, status: status ?? intendedStatus,
             durationNanoseconds: Clock.monotonicNanoseconds - startNanoseconds,

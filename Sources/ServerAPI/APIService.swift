@@ -23,17 +23,29 @@ public final class APIService: HTTPService {
     }
 
     public func requestAbandoned(target: String, termination: HTTPTermination, durationNanoseconds: UInt64) {
-        let reason = switch termination {
-        case .timeout: "closed=timeout"
-        case .clientGone: "closed=client-gone"
-        case .shutdown: "closed=shutdown"
-        case .completed, .error: "closed=http-error"
-        }
+        let reason = termination.note ?? "closed=http-error"
         log.access(AccessEntry(method: "-", path: RequestTarget(target).path, status: nil,
                                durationNanoseconds: durationNanoseconds, transactionID: nil, replayed: false, note: reason))
     }
 
     public func libraryMessage(_ message: String) {
         log.log(.warning, "libmicrohttpd: \(message)")
+    }
+}
+
+extension HTTPTermination {
+    /// The access log's note for an exchange that ended this way without
+    /// an answer (docs/server.md, "Access log"); `nil` for the ways that
+    /// need no note of their own.
+    var note: String? {
+        switch self {
+        case .timeout: "closed=timeout"
+        case .headTimeout: "closed=head-timeout"
+        case .evicted: "closed=evicted"
+        case .connectionLimit: "closed=connection-limit"
+        case .clientGone: "closed=client-gone"
+        case .shutdown: "closed=shutdown"
+        case .completed, .error: nil
+        }
     }
 }

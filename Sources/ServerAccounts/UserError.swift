@@ -8,7 +8,7 @@ public enum UserError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidName(let name):
-            "invalid user name '\(LogText.printable(name, limit: 64))': use 1 to 64 letters, digits, '.', '_', '-' or '@'"
+            "invalid user name \(LogText.quoted(name, limit: 64)): a user name is 1 to 64 of the ASCII letters A-Z and a-z, the digits 0-9, '.', '_', '-' and '@'"
         case .exists(let name): "user '\(name)' already exists"
         }
     }

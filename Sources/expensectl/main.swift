@@ -1,7 +1,6 @@
 // expensectl: the client of expensed. Everything lives in ExpenseCtl.
 import ExpenseCtl
-#if canImport(Glibc)
-import Glibc
-#endif
+import Posix
 
-exit(ExpenseCtl.main(arguments: Array(CommandLine.arguments.dropFirst())))
+// The raw bytes: CommandLine.arguments would turn invalid UTF-8 into U+FFFD.
+CurrentProcess.exit(ExpenseCtl.main(arguments: CurrentProcess.rawArguments))

@@ -284,6 +284,11 @@ import Testing
         ("receipt_max_bytes = 12X\n", "expensed.conf:1: receipt_max_bytes: must be a size"),
         ("concurrency = 2\nconcurrency = 3\n", "expensed.conf:2: 'concurrency' is set twice"),
         ("log_target = syslog\n", "expensed.conf:1: log_target: must be auto, journal or stderr"),
+        ("connect_timeout = 1d\n", "expensed.conf:1: connect_timeout: must be from 100ms to 10m"),
+        ("drain_interval = inf\n", "expensed.conf:1: drain_interval: must be a duration from 100ms to 1d"),
+        ("control_line_max = 1G\n", "expensed.conf:1: control_line_max: must be from 1K to 64M"),
+        ("concurrency = +4\n", "expensed.conf:1: concurrency: must be a whole number from 1 to 64"),
+        ("backoff_base = 10s\nbackoff_cap = 1s\n", "backoff_base (10s) is longer than backoff_cap (1s)"),
     ])
     func badConfigurationLine_isReportedWithItsLineNumber(_ text: String, expected: String) throws {
         let dir = TemporaryDirectory()
@@ -336,12 +341,26 @@ import Testing
         (["--state-dir"], "option '--state-dir' needs a value"),
         (["stray"], "unexpected argument 'stray'"),
         (["--concurrency", "0"], "--concurrency: must be a whole number"),
+        (["--foreground=yes"], "option '--foreground' takes no value"),
+        (["--help=1"], "option '--help' takes no value"),
+        (["--config="], "option '--config' needs a file"),
+        (["--request-timeout", "99999999999"], "--request-timeout: must be a duration from 1s to 1d"),
+        (["--max-attempts", "1e3"], "--max-attempts: must be a whole number from 1 to 1000"),
     ])
     func badFlags_areUsageErrors(_ arguments: [String], expected: String) throws {
         let result = try runCommand(BuiltProducts.path("expensed"), ["--config", "/dev/null"] + arguments, timeout: 20)
         #expect(result.status == 64)
         #expect(result.stderr.contains(expected), "\(result.stderr)")
         #expect(result.stderr.contains("Try 'expensed --help'"))
+    }
+
+    @Test(arguments: ["before-send:kil", "before-send@x", "before-send:sleep=99999999999", ":kill"])
+    func faultSpecThatCannotBeParsed_stopsTheDaemonAtStart(_ spec: String) throws {
+        let daemon = DaemonHarness(environment: ["EXPENSED_FAULT": spec])
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, environment: ["EXPENSED_FAULT": spec], timeout: 20)
+        #expect(result.status == 78, "\(spec): \(result.stderr)")
+        #expect(result.stderr.contains("EXPENSED_FAULT: '"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory), "nothing created")
     }
 
     @Test func help_listsEveryOption() throws {

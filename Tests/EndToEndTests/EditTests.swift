@@ -159,7 +159,7 @@ import Testing
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "delete"])
 
         try waitUntil(timeout: 20, "the attempt to fail and the chain to go") { try Self.outbox(sync.daemon).isEmpty }
-        #expect(sync.daemon.receiptFiles().isEmpty, "the receipt file is gone")
+        try sync.daemon.waitUntilNoReceiptFiles()
         #expect(try sync.daemon.list().isEmpty)
         #expect(sync.daemon.log.contains("Deleted before it reached the server"))
 
@@ -309,10 +309,91 @@ import Testing
         try waitUntil(timeout: 20, "the edit to need attention") { try sync.daemon.list().first?["state"] == "needs_attention" }
         let job = try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first
         #expect(job?["last_error"]?.stringValue?.hasPrefix("410") == true)
+        #expect(job?["last_error_class"] == "gone")
+        #expect(job?["hint"]?.stringValue?.contains("can never apply") == true, "\(job?.serialized() ?? "")")
         let shown = try sync.daemon.ctl(["show", id])
         #expect(shown.stdout.contains("expensectl discard \(id)"), "show says what to do")
+        #expect(!shown.stdout.contains("expensectl retry"), "a retry can never succeed, so none is suggested: \(shown.stdout)")
+        #expect(!sync.daemon.log.contains("Use 'expensectl retry'"))
+        #expect(sync.daemon.log.contains("retrying cannot help"))
+        let retry = try sync.daemon.ctl(["retry", id])
+        #expect(retry.status == 1, "\(retry.stderr)")
+        #expect(retry.stderr.contains("can never apply") && retry.stderr.contains("expensectl discard \(id)"), "\(retry.stderr)")
+        #expect(try sync.daemon.list().first?["state"] == "needs_attention", "the refused retry changed nothing")
         #expect(try sync.daemon.ctl(["discard", id]).status == 0)
         #expect(try sync.daemon.list().isEmpty, "the server's 410 hid the expense without waiting for a refresh")
+    }
+
+    /// One rule for "no value": an empty optional field is cleared, on the
+    /// server too after the sync; a required one can be changed, not cleared.
+    @Test func clearedOptionalFields_areNullOnTheServerAfterSync() throws {
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let added = try sync.daemon.ctl(["add", "--merchant", "M", "--amount", "10", "--currency", "EUR", "--date", "2026-11-29",
+                                         "--category", "Meals", "--comment", "note", "--tax-tag", "T1"])
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try sync.waitUntilDrained()
+        var server = try Self.serverExpense(sync, id)
+        #expect(server["amount"] == "10.00" && server["category"] == "Meals" && server["comment"] == "note" && server["tax_tag"] == "T1")
+        for option in ["--merchant", "--amount", "--currency", "--date"] {
+            let refused = try sync.daemon.ctl(["edit", id, option, ""])
+            #expect(refused.status == 65, "\(option) '': \(refused.stderr)")
+        }
+        let socket = try sync.daemon.request(["op": "edit", "ref": .string(id), "set": ["merchant": .null]])
+        #expect(socket["error"]?["code"] == "invalid_field" && socket["error"]?["field"] == "merchant", "\(socket.serialized())")
+        try Self.edit(sync.daemon, id, ["--category", "", "--comment", ""])
+        #expect(try sync.daemon.request(["op": "edit", "ref": .string(id), "set": ["tax_tag": .null]])["ok"] == true)
+        let shown = try sync.daemon.ctlJSON(["show", id])
+        #expect(shown["category"] == .null && shown["comment"] == .null && shown["tax_tag"] == .null, "\(shown.serialized())")
+        // Online, the changes may already be applied: pending or not, nothing else is.
+        let pending = Set(shown["pending_fields"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        #expect(pending.isSubset(of: ["category", "comment", "tax_tag"]), "\(pending)")
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "PATCH") >= 1)
+        server = try Self.serverExpense(sync, id)
+        #expect(server["category"] == .null && server["comment"] == .null && server["tax_tag"] == .null, "\(server.serialized())")
+        #expect(server["merchant"] == "M" && server["amount"] == "10.00")
+        let cached = try sync.daemon.ctlJSON(["show", id])
+        #expect(cached["comment"] == .null && cached["state"] == "synced")
+    }
+
+    /// A second edit made while this device's first is on its way is based
+    /// on the version before the first; once the first is applied it is
+    /// moved to the version after it, so the server does not hold back its
+    /// tax tag (or currency) as a conflict with this device's own change.
+    @Test func secondEditWhileTheFirstIsOnItsWay_doesNotConflictWithIt() throws {
+        let sync = try SyncHarness(serverArguments: ["--fault-delay-ms", "1500"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.add(sync.daemon)
+        try sync.waitUntilDrained()
+        try Self.edit(sync.daemon, id, ["--comment", "first"])
+        try waitUntil(timeout: 20, "the first edit to be on its way") {
+            try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first?["state"] == "sending"
+        }
+        try Self.edit(sync.daemon, id, ["--tax-tag", "T2"])
+        try sync.waitUntilDrained()
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["tax_tag"] == "T2" && server["comment"] == "first", "\(server.serialized())")
+        #expect(server["conflict"] == false, "\(server.serialized())")
+        #expect(Self.requests(sync, "PATCH") == 2)
+    }
+
+    @Test func clearingAFieldOfANeverSentCreate_leavesItOutOfTheCreate() throws {
+        let sync = try SyncHarness(startServer: false)
+        try Self.startQueueingOnly(sync)
+        defer { sync.daemon.stop() }
+        let id = try sync.daemon.ctl(["add", "--merchant", "M", "--amount", "1.5", "--currency", "EUR", "--date", "2026-11-29",
+                                      "--comment", "draft"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try Self.edit(sync.daemon, id, ["--comment", ""])
+        #expect(try Self.outbox(sync.daemon).map(\.0) == ["create"])
+        #expect(try Self.payloads(sync.daemon).first?["fields"]?["comment"] == nil, "a create sends no null")
+        try Self.goOnline(sync)
+        try sync.waitUntilDrained()
+        #expect(Self.requests(sync, "PATCH") == 0)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["comment"] == .null && server["amount"] == "1.50")
     }
 
     @Test func editCrashWindows_converge() throws {
@@ -385,18 +466,4 @@ import Testing
         #expect(serverIDs.isSubset(of: everCreated))
         #expect(Set(try sync.daemon.list().compactMap { $0["transaction_id"]?.stringValue }) == Set(model.keys))
     }
-}
-
-/// A reproducible generator (SplitMix64) for property tests.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

@@ -35,6 +35,68 @@ import Testing
         #expect(try runCommand("/bin/bash", ["-n", "\(Self.root)/contrib/completion/expensectl.bash"]).status == 0)
     }
 
+    /// The options of a subcommand, from its `--help` (the command table),
+    /// without the ones every subcommand takes.
+    static func options(of subcommand: String) throws -> [String] {
+        let help = try runCommand(BuiltProducts.path("expensectl"), [subcommand, "--help"]).stdout
+        guard let start = help.range(of: "OPTIONS:\n") else { throw TestFailure("no OPTIONS in \(subcommand) --help") }
+        return help[start.upperBound...].split(separator: "\n").compactMap { line -> String? in
+            let trimmed = line.drop(while: { $0 == " " })
+            guard trimmed.hasPrefix("--"), let flag = trimmed.split(separator: " ").first else { return nil }
+            return String(flag)
+        }.filter { !["--socket", "--json", "--help"].contains($0) }
+    }
+
+    /// Every option in expensectl's command table is in the man page's entry
+    /// for its subcommand and in both completions' lists for it, and the
+    /// options every subcommand takes are in each: they cannot drift apart.
+    @Test func everyOptionOfEverySubcommand_isInTheManPageAndBothCompletions() throws {
+        let man = try Self.read("man/expensectl.1")
+        let bash = try Self.read("contrib/completion/expensectl.bash")
+        let zsh = try Self.read("contrib/completion/_expensectl")
+        /// The man page's entry: from `.B name` after a `.TP` to the next `.TP`, in plain text.
+        func manEntry(_ name: String) -> String? {
+            let entries = man.components(separatedBy: ".TP\n")
+            guard let entry = entries.first(where: { $0.hasPrefix(".B \(name) ") || $0.hasPrefix(".B \(name)\n") }) else { return nil }
+            return entry.replacingOccurrences(of: "\\-", with: "-")
+                .replacingOccurrences(of: "\\fB", with: "").replacingOccurrences(of: "\\fI", with: "").replacingOccurrences(of: "\\fR", with: "")
+        }
+        /// A completion's line for `name` in its `case`, with its variables expanded.
+        func completionLine(_ text: String, _ name: String, variables: [String]) -> String? {
+            guard var line = text.split(separator: "\n").first(where: { $0.drop(while: { $0 == " " }).hasPrefix("\(name))") }).map(String.init) else {
+                return nil
+            }
+            for variable in variables {
+                guard let definition = text.range(of: "\(variable)=") else { continue }
+                let rest = text[definition.upperBound...]
+                let value = rest.hasPrefix("(") ? rest[..<(rest.range(of: "\n)")?.upperBound ?? rest.endIndex)] : rest.prefix(while: { $0 != "\n" })
+                line = line.replacingOccurrences(of: "$\(variable)", with: String(value))
+            }
+            return line
+        }
+        var checked = 0
+        for subcommand in try Self.subcommands() where subcommand != "help" {
+            let options = try Self.options(of: subcommand)
+            guard !options.isEmpty else { continue }
+            let entry = try #require(manEntry(subcommand), "expensectl.1 has no entry for \(subcommand)")
+            let bashLine = try #require(completionLine(bash, subcommand, variables: ["fields"]), "bash completion has no \(subcommand)")
+            let zshLine = try #require(completionLine(zsh, subcommand, variables: ["fields", "common"]), "zsh completion has no \(subcommand)")
+            for option in options {
+                #expect(entry.contains("[\(option) ") || entry.contains(" \(option) ") || entry.contains("[\(option)]"),
+                        "expensectl.1's \(subcommand) entry lacks \(option)")
+                #expect(bashLine.split(whereSeparator: { " \"".contains($0) }).contains(Substring(option)), "bash completion of \(subcommand) lacks \(option)")
+                #expect(zshLine.contains("'\(option)["), "zsh completion of \(subcommand) lacks \(option)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 20, "\(checked) options checked")
+        for global in ["--socket", "--json", "--help"] {
+            #expect(man.contains(global.replacingOccurrences(of: "-", with: "\\-")), "expensectl.1 lacks \(global)")
+            #expect(bash.contains("\(global) ") || bash.contains("\(global)\""), "bash completion lacks \(global)")
+            #expect(zsh.contains("\(global)[") || zsh.contains("\(global.dropFirst(2))}"), "zsh completion lacks \(global)")
+        }
+    }
+
     @Test func everyConfigurationKey_isDocumented() throws {
         let help = try runCommand(BuiltProducts.path("expensed"), ["--help"]).stdout
         let flags = help.split(separator: "\n").compactMap { line -> String? in

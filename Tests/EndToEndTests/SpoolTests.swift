@@ -274,4 +274,31 @@ import Testing
         #expect(try daemon.queuedExpenses().map { Self.key($0.fields, $0.receiptDigest) }.sorted() == expected.sorted())
         #expect(Set(try daemon.spoolEntries()) == ignored, "dot names, being written, are left alone")
     }
+
+    @Test func statusCountsTheFilesInRejected_afterARestartToo_andLessOnceSomeAreRemoved() throws {
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], spool: true)
+        try daemon.start()
+        let staging = daemon.directory.at("staging")
+        // Rejected as 'notes.reason.1': still one file, not a reason.
+        for name in ["a.gif", "b.txt", "notes.reason"] {
+            try SpoolDrop.byRename(Array("x".utf8), as: FileName(name)!, in: daemon.spoolDirectory, staging: staging)
+        }
+        try daemon.waitForSpool(expenses: 0, rejected: 3)
+        func count() throws -> Int64? { try daemon.request(["op": "status"])["result"]?["spool_rejected"]?.intValue }
+        try waitUntil("status to count 3 rejected files") { try count() == 3 }
+        #expect(daemon.stop() == 0)
+
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(try count() == 3, "what rejected/ holds, not what was rejected since start")
+        let text = try daemon.ctl(["status"]).stdout
+        #expect(text.contains("Spool rejected:   3 (files in \(daemon.spoolDirectory)/rejected/, each with a .reason file)"), "\(text)")
+        // The user deals with two of them.
+        for name in ["a.gif", "a.gif.reason", "notes.reason.1", "notes.reason.1.reason"] {
+            #expect(unlink("\(daemon.spoolDirectory)/rejected/\(name)") == 0, "\(name)")
+        }
+        try waitUntil("status to count 1 rejected file") { try count() == 1 }
+        try SpoolDrop.byRename(Array("y".utf8), as: FileName("c.gif")!, in: daemon.spoolDirectory, staging: staging)
+        try waitUntil("status to count 2 rejected files") { try count() == 2 }
+    }
 }

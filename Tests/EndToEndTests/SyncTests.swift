@@ -89,7 +89,7 @@ import Testing
         let rows = try sync.daemonRows()
         #expect(rows.jobs == 0, "nothing left in the outbox")
         #expect(rows.cache.count == count)
-        #expect(sync.daemon.receiptFiles().isEmpty, "no receipt file left behind")
+        try sync.daemon.waitUntilNoReceiptFiles()
 
         // Every receipt, fetched back from the server (now without faults), is byte-identical.
         sync.stopServer()
@@ -238,7 +238,7 @@ import Testing
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let ids = try Self.add(5, to: sync.daemon)
-        try waitUntil(timeout: 10, "credentials to be needed") { try sync.daemon.ctlJSON(["status"])["credentials_needed"] == true }
+        try waitUntil(timeout: 10, "credentials to be needed") { try sync.daemon.ctlJSON(["status"])["server"] == "needs_credentials" }
         let status = try sync.daemon.ctl(["status"])
         #expect(status.stdout.contains("needed: the server refused the token"))
         for id in ids {
@@ -256,7 +256,7 @@ import Testing
         sync.writeToken(sync.token)
         try sync.waitUntilDrained(timeout: 20)
         #expect(try sync.serverExpenses().count == 5)
-        #expect(try sync.daemon.ctlJSON(["status"])["credentials_needed"] == false)
+        #expect(try sync.daemon.ctlJSON(["status"])["server"] == "ok")
     }
 
     @Test func hungServer_delaysAPassByTheTimeoutAndNeverWedgesTheDaemon() throws {
@@ -373,7 +373,7 @@ import Testing
         try waitUntil(timeout: 5, "the create to go again with the new token") {
             server.requests.contains { $0.method == "POST" && $0.headers["authorization"] == "Bearer new-token" }
         }
-        #expect(try daemon.request(["op": "status"])["result"]?["paused"] == false)
+        #expect(try daemon.request(["op": "status"])["result"]?["server"] != "needs_credentials")
     }
 
     @Test func stoppingWhileABatchIsBeingRecorded_doesNotSpin_andLosesNothing() throws {

@@ -107,9 +107,34 @@ import Testing
     @Test func editOfADeletedExpense_needsAttentionAtOnce() {
         var edit = create
         edit.kind = .edit
-        guard case .needsAttention(1, 0, _, "rejected") = policy.update(for: edit, status: 410, body: error("expense_deleted"), retryAfter: nil, now: 0, random: { 0 }) else {
+        guard case .needsAttention(1, 0, _, "gone") = policy.update(for: edit, status: 410, body: error("expense_deleted"), retryAfter: nil, now: 0, random: { 0 }) else {
             Issue.record("an edit of a deleted expense needs attention")
             return
         }
+    }
+
+    /// Every class a job can stop with gets a hint, and each hint names only
+    /// what can work: a change to an expense gone from the server is never
+    /// told to retry.
+    @Test func everyStoppingClass_getsAHintThatIsTrue() {
+        var classes: Set<String> = ["local", "gone"]
+        var job = create
+        for (kind, status) in [(JobKind.create, 400), (.create, 503), (.receipt, 404), (.edit, 410), (.edit, 422), (.delete, 404)] {
+            job.kind = kind
+            job.attempts = 100
+            job.transientAttempts = 100
+            if case .needsAttention(_, _, _, let errorClass) = policy.update(for: job, status: status, body: error("x"), retryAfter: nil, now: 0, random: { 0 }) {
+                classes.insert(errorClass)
+            } else {
+                Issue.record("\(kind) \(status) with its budgets spent should need attention")
+            }
+        }
+        #expect(classes == ["rejected", "transient", "waiting", "gone", "local"])
+        for errorClass in classes {
+            let hint = AttentionHint.text(errorClass: errorClass, transactionID: "cp-1")
+            #expect(hint.contains("'expensectl discard cp-1'"), "\(errorClass): \(hint)")
+            #expect(hint.contains("'expensectl retry cp-1'") == AttentionHint.canRetry(errorClass: errorClass), "\(errorClass): \(hint)")
+        }
+        #expect(!AttentionHint.canRetry(errorClass: "gone"))
     }
 }

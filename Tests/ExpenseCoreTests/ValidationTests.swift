@@ -52,7 +52,7 @@ import Testing
         try Validation.checkCreate(complete, hasReceipt: false)
         var missing = complete
         missing.date = nil
-        #expect(throws: FieldError(field: "date", reason: "required for an expense without a receipt")) {
+        #expect(throws: FieldError(field: "date", reason: "required for an expense without a receipt", isMissing: true)) {
             try Validation.checkCreate(missing, hasReceipt: false)
         }
         try Validation.checkCreate(ExpenseFields(), hasReceipt: true)

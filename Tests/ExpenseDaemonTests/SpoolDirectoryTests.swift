@@ -23,7 +23,7 @@ import Testing
         guard case .file(let file) = try directory.open(FileName(name)!, maxBytes: 1 << 20) else {
             throw TestFailure("\(name) did not open")
         }
-        return SpoolIntakeRecord(file)
+        return SpoolIntakeRecord(file, clientID: ClientID.make(), index: 0, digest: try SpoolDirectory.digest(of: file.descriptor))
     }
 
     func rejectedNames() -> [String] {
@@ -61,8 +61,41 @@ import Testing
         handle.write(Data([1, 2, 3]))
         try handle.close()
         let removal = try directory.remove(taken)
-        #expect(removal == .changed(SpoolDirectory.takenName(inode: taken.inode)))
-        #expect(FileSystem.exists("\(directory.path)/.expensed-taken-\(taken.inode)"), "nothing is deleted that was not taken")
+        #expect(removal == .changed(taken.takenName))
+        #expect(FileSystem.exists("\(directory.path)/\(taken.takenName.displayName)"), "nothing is deleted that was not taken")
+    }
+
+    /// Takes `name` and renames it to its private name, as a removal
+    /// would, then changes one byte in place and sets its mtime back.
+    func takenThenOverwritten(_ name: String, _ bytes: [UInt8]) throws -> SpoolIntakeRecord {
+        write(name, bytes)
+        let taken = try record(name)
+        let path = "\(directory.path)/\(taken.takenName.displayName)"
+        try FileSystem.rename("\(directory.path)/\(name)", to: path)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seek(toFileOffset: 100)
+        handle.write(Data([0x5A]))
+        try handle.close()
+        try FileTimes.setModified(path, to: taken.modified)
+        return taken
+    }
+
+    @Test func finishRemoval_checkingTheDigest_tellsOtherBytesOfTheSameSizeAndTime() throws {
+        let taken = try takenThenOverwritten("a.jpg", SampleReceipt.jpeg(seed: 1))
+        #expect(try directory.finishRemoval(taken) == .removed, "size and mtime alone cannot tell")
+        let other = try takenThenOverwritten("b.jpg", SampleReceipt.jpeg(seed: 2))
+        #expect(try directory.finishRemoval(other, checkingDigest: true) == .changed(other.takenName), "the bytes can")
+        #expect(FileSystem.exists("\(directory.path)/\(other.takenName.displayName)"))
+    }
+
+    @Test func find_locatesAFileByItsInodeUnderItsNewName() throws {
+        write("a.jpg", SampleReceipt.jpeg())
+        let taken = try record("a.jpg")
+        try FileSystem.rename("\(directory.path)/a.jpg", to: "\(directory.path)/b.jpg")
+        #expect(try directory.find(device: taken.device, inode: taken.inode) == FileName("b.jpg")!)
+        #expect(try directory.remove(taken) == .gone)
+        #expect(try directory.remove(taken.renamed(FileName("b.jpg")!)) == .removed)
+        #expect(try directory.find(device: taken.device, inode: taken.inode) == nil)
     }
 
     @Test func remove_whenGone_saysSo() throws {
@@ -90,6 +123,16 @@ import Testing
         let reason = try String(contentsOfFile: "\(directory.path)/rejected/x.gif.2.reason", encoding: .utf8)
         #expect(reason == "name: x.gif\nreason: has an unknown extension\nrejected_at: T\n")
         #expect(FileManager.default.contents(atPath: "\(directory.path)/rejected/x.gif.1") == Data([1]))
+    }
+
+    @Test func reject_ofANameEndingInReason_givesItASuffix_soOnlyReasonFilesEndSo() throws {
+        write("notes.reason", [1])
+        write("x.gif", [2])
+        #expect(try directory.rejectedCount() == 0)
+        #expect(try directory.reject(FileName("notes.reason")!, reason: "r", timestamp: "T") == FileName("notes.reason.1")!)
+        #expect(try directory.reject(FileName("x.gif")!, reason: "r", timestamp: "T") == FileName("x.gif")!)
+        #expect(rejectedNames() == ["notes.reason.1", "notes.reason.1.reason", "x.gif", "x.gif.reason"])
+        #expect(try directory.rejectedCount() == 2, "two files, two reasons")
     }
 
     @Test func reject_ofTheLongestName_shortensItToLeaveRoomForTheReason() throws {

@@ -92,8 +92,18 @@ import Testing
         #expect(schedule.takeDue(now: 30_010) == [.other(name("x.gif"))])
         _ = schedule.arrived(name("a.json"), now: 0)
         let pair = schedule.arrived(name("a.jpg"), now: 0)
-        #expect(schedule.finished(pair[0], now: 100, retryAfter: 30_000) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))],
-                "a pair that failed pairs again; the wait is for a partner, and both are there")
+        #expect(schedule.finished(pair[0], now: 100, retryAfter: 30_000).isEmpty, "a pair that failed waits too, not taken over and over")
+        #expect(schedule.takeDue(now: 30_099).isEmpty)
+        #expect(schedule.takeDue(now: 30_100) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))], "as a pair")
+    }
+
+    @Test func aPairWaitingToBeTriedAgain_isTakenAtOnceWhenOneOfItIsWrittenAgain() {
+        var schedule = SpoolSchedule(settleMilliseconds: 500)
+        _ = schedule.arrived(name("a.json"), now: 0)
+        let pair = schedule.arrived(name("a.jpg"), now: 0)
+        #expect(schedule.finished(pair[0], now: 100, retryAfter: 30_000).isEmpty)
+        #expect(schedule.arrived(name("a.jpg"), now: 200) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))],
+                "its writer finished it: no reason to wait")
     }
 
     @Test func twoReceiptsWithOneStem_onlyTheFirstGetsTheSidecar() {

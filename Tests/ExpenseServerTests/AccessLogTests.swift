@@ -11,16 +11,21 @@ import Testing
     func eachRequest_logsOneLineInTheDocumentedFormat(_ engine: StorageEngine) throws {
         let server = try TestServer(engine)
         let key = "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"
-        // One connection: its thread writes each line before it reads the
-        // next request (lines of separate connections may come in any order).
-        let connection = try server.connect()
-        let create = [("Content-Type", "application/json"), ("Idempotency-Key", "\"\(key)\"")]
-        _ = try server.request(on: connection, "POST", "/v1/expenses", headers: create, body: Array(TestServer.lunch.utf8))
-        _ = try server.request(on: connection, "POST", "/v1/expenses", headers: create, body: Array(TestServer.lunch.utf8))
-        _ = try server.request(on: connection, "GET", "/v1/expenses?limit=5")
-        _ = try server.request(on: connection, "GET", "/healthz", auth: .none)
-        _ = try server.request(on: connection, "GET", "/nowhere", auth: .none)
-        try waitUntil(timeout: 10, "five access lines") { server.process.accessLog.count >= 5 }
+        // A line is written when its exchange ends, after the answer went
+        // out, by that connection's thread: the next request, on another
+        // connection, may be logged first. Each line is awaited before the
+        // next request, so the order below is the order sent.
+        var sent = 0
+        func send(_ request: () throws -> HTTPMessage) throws {
+            _ = try request()
+            sent += 1
+            try waitUntil(timeout: 10, "access line \(sent)") { server.process.accessLog.count >= sent }
+        }
+        try send { try server.create(key: key) }
+        try send { try server.create(key: key) }
+        try send { try server.get("/v1/expenses?limit=5") }
+        try send { try server.get("/healthz", auth: .none) }
+        try send { try server.get("/nowhere", auth: .none) }
         let lines = server.process.accessLog
         #expect(lines.count == 5)
         for line in lines {

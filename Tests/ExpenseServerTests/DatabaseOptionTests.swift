@@ -5,34 +5,10 @@ import SQLite
 import Testing
 
 /// `--database`: SQLite by default or by path, PostgreSQL by URL; the
-/// schema migrated by the server, refused when newer than it knows.
+/// schema migrated by the server, refused when newer than it knows. (The
+/// command lines refused are in ``CommandLineTests``.)
 @Suite struct DatabaseOptionTests {
     let binary = BuiltProducts.path("expense-server")
-
-    @Test(arguments: [
-        ["serve", "--database", "mysql://localhost/expenses"],
-        ["serve", "--database", "postgresql://alice:secret-password@localhost/expenses"],
-        ["user", "list", "--database", "postgresql:///expenses?host=/tmp&password=secret-password"],
-        ["user", "add", "bob", "--database", "postgres://:secret-password@localhost/x"],
-        ["serve", "--database", "/tmp/expense-server.db"],
-        ["serve", "--database", ""],
-        ["serve", "--data-dir", ""],
-        ["serve", "--data-dir", "/tmp/x", "--database-pool", "0"],
-        ["serve", "--data-dir", "/tmp/x", "--database-pool", "many"],
-        ["migrate"],
-        ["migrate", "now", "--data-dir", "/tmp/x"],
-        ["migrate", "--data-dir", "/tmp/x", "--listen", "127.0.0.1:1"],
-        ["backup", "--data-dir", "/tmp/x"],
-        ["backup", "/tmp/b1", "/tmp/b2", "--data-dir", "/tmp/x"],
-        ["backup", "/tmp/b", "--database", "postgresql:///expenses?host=/tmp"],
-    ])
-    func unusableDatabaseOption_exits64_andNeverShowsAPassword(_ arguments: [String]) throws {
-        let result = try runCommand(binary, arguments)
-        #expect(result.status == 64, "\(arguments): \(result.stderr)")
-        #expect(result.stderr.hasPrefix("expense-server: "))
-        #expect(!result.stderr.contains("secret-password"), "\(result.stderr)")
-        #expect(result.stdout.isEmpty)
-    }
 
     @Test(arguments: StorageEngine.allCases)
     func migrate_createsTheSchemaOnce_andSaysItsVersion(_ engine: StorageEngine) throws {

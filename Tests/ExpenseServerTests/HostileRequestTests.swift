@@ -29,8 +29,11 @@ import Testing
         let expected: Expected
     }
 
+    /// `text` with `{token}` and `{id}` replaced: braces are in neither a
+    /// token (base64url) nor a transaction id, so neither replacement can
+    /// touch what the other put in.
     static func raw(_ text: String) -> @Sendable (String, String) -> [UInt8] {
-        { token, id in Array(text.replacingOccurrences(of: "TOKEN", with: token).replacingOccurrences(of: "ID", with: id).utf8) }
+        { token, id in Array(text.replacingOccurrences(of: "{token}", with: token).replacingOccurrences(of: "{id}", with: id).utf8) }
     }
 
     /// A request with a valid token and key, and `headers`/`body` as given.
@@ -42,7 +45,7 @@ import Testing
             if key { all.append(("Idempotency-Key", TestServer.key())) }
             if let contentType { all.append(("Content-Type", contentType)) }
             all += extra
-            return HTTPConnection.encode(method, path.replacingOccurrences(of: "ID", with: id), headers: all, body: body)
+            return HTTPConnection.encode(method, path.replacingOccurrences(of: "{id}", with: id), headers: all, body: body)
         }
     }
 
@@ -73,7 +76,7 @@ import Testing
         Case(name: "token with spaces", request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a b c\r\n\r\n"),
              expected: .error(401, ["unauthorized"])),
         Case(name: "two Authorization headers",
-             request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\nAuthorization: Bearer TOKEN\r\n\r\n"),
+             request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nAuthorization: Bearer {token}\r\n\r\n"),
              expected: .error(401, ["unauthorized"])),
         Case(name: "HTTP/1.1 without Host", request: raw("GET /healthz HTTP/1.1\r\n\r\n"), expected: .error(400, ["invalid_request"])),
         // Idempotency keys.
@@ -122,11 +125,11 @@ import Testing
         Case(name: "forged cursor", request: api("GET", "/v1/expenses?since=c1-1;DROP%20TABLE"), expected: .error(400, ["invalid_cursor"])),
         Case(name: "limit out of range", request: api("GET", "/v1/expenses?limit=100000"), expected: .error(400, ["invalid_parameter"])),
         // Receipts.
-        Case(name: "receipt without digest", request: api("PUT", "/v1/expenses/ID/receipt", contentType: "image/png", body: TestServer.png()),
+        Case(name: "receipt without digest", request: api("PUT", "/v1/expenses/{id}/receipt", contentType: "image/png", body: TestServer.png()),
              expected: .error(400, ["digest_required"])),
-        Case(name: "receipt as text", request: api("PUT", "/v1/expenses/ID/receipt", contentType: "text/plain", body: Array("hi".utf8)),
+        Case(name: "receipt as text", request: api("PUT", "/v1/expenses/{id}/receipt", contentType: "text/plain", body: Array("hi".utf8)),
              expected: .error(415, ["unsupported_media_type"])),
-        Case(name: "PATCH with unknown field", request: api("PATCH", "/v1/expenses/ID", body: Array(#"{"base_version":1,"set":{"owner":"me"}}"#.utf8)),
+        Case(name: "PATCH with unknown field", request: api("PATCH", "/v1/expenses/{id}", body: Array(#"{"base_version":1,"set":{"owner":"me"}}"#.utf8)),
              expected: .error(400, ["invalid_field"])),
         // Malformed HTTP, answered by libmicrohttpd itself.
         Case(name: "binary garbage", request: { _, _ in (0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 7) } }, expected: .httpLayer([400])),
@@ -136,8 +139,14 @@ import Testing
              expected: .httpLayer([400])),
         Case(name: "Content-Length astronomic", request: raw("POST /v1/expenses HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"),
              expected: .httpLayer([413])),
-        Case(name: "broken chunk size", request: raw("POST /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\nIdempotency-Key: 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n0\r\n\r\n"),
+        Case(name: "broken chunk size", request: raw("POST /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nIdempotency-Key: 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n0\r\n\r\n"),
              expected: .httpLayer([400])),
+        // The head is answered before the body is read (libmicrohttpd calls
+        // the handler once the headers are in, always before it parses a
+        // body), so a request refused by its headers gets that answer
+        // however its broken body arrives, and the connection closes.
+        Case(name: "broken chunk size without token", request: raw("POST /v1/expenses HTTP/1.1\r\nHost: x\r\nIdempotency-Key: 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n0\r\n\r\n"),
+             expected: .error(401, ["unauthorized"])),
         Case(name: "header section of 40 KiB", request: raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 40_000))\r\n\r\n"),
              expected: .httpLayer([431])),
         Case(name: "URI of 40 KiB", request: raw("GET /\(String(repeating: "a", count: 40_000)) HTTP/1.1\r\nHost: x\r\n\r\n"),
@@ -186,51 +195,25 @@ import Testing
         #expect(!server.process.child.standardError.contains(server.token))
     }
 
-    @Test(arguments: StorageEngine.allCases)
-    func silentClient_isDisconnectedAfterTheConnectionTimeout(_ engine: StorageEngine) throws {
-        let server = try TestServer(engine, ["--connection-timeout", "1"])
-        let idle = try server.connect()
-        let partial = try server.connect()
-        try partial.send("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthor")
-        let started = Date()
-        #expect(idle.waitForClose(timeout: 10))
-        #expect(partial.waitForClose(timeout: 10))
-        #expect(Date().timeIntervalSince(started) < 8)
-        #expect(server.isHealthy)
-    }
-
-    @Test(arguments: StorageEngine.allCases)
-    func slowBody_isCutOffAtTheRequestTimeout(_ engine: StorageEngine) throws {
-        let server = try TestServer(engine, ["--request-timeout", "1", "--connection-timeout", "5"])
-        let connection = try server.connect()
-        let body = Array(TestServer.lunch.utf8)
-        try connection.send(HTTPConnection.encode("POST", "/v1/expenses", headers: [
-            ("Authorization", "Bearer \(server.token)"), ("Content-Type", "application/json"),
-            ("Idempotency-Key", TestServer.key()), ("Content-Length", "\(body.count)"),
-        ]))
-        // One byte every 300 ms: never silent long enough for the idle
-        // timeout, but far slower than the request timeout allows.
-        var closed = false
-        for byte in body.prefix(40) {
-            do { try connection.send([byte]) } catch { closed = true; break }
-            Thread.sleep(forTimeInterval: 0.3)
+    /// The cases are built from templates with the token and an expense's
+    /// id put in; what is put in must arrive as it is. (A token is random
+    /// base64url, so it can hold any two letters: a placeholder it may
+    /// contain would be replaced inside it, and the request would carry a
+    /// wrong token about once in a hundred runs.)
+    @Test func everyCase_carriesTheTokenAndTheIDAsGiven() {
+        let token = "esk_aIDbTOKENcIDd-_x"
+        let id = "cp-0123456789abcdefID"
+        for hostile in Self.cases {
+            let text = String(decoding: hostile.request(token, id), as: UTF8.self)
+            let other = String(decoding: hostile.request("esk_other", "cp-other"), as: UTF8.self)
+            guard text != other else { continue }
+            let sent = text.count(of: "Bearer \(token)\r\n") + text.count(of: "/\(id)")
+            let sentOther = other.count(of: "Bearer esk_other\r\n") + other.count(of: "/cp-other")
+            #expect(sent > 0 && sent == sentOther, "\(hostile.name): \(text.prefix(200))")
         }
-        #expect(closed || connection.waitForClose(timeout: 5))
-        #expect(try server.scalar("SELECT count(*) FROM expenses") == 0)
-        #expect(server.process.accessLog.contains { $0.hasPrefix("POST /v1/expenses 000 ") && $0.hasSuffix("closed=request-timeout") })
-        #expect(server.isHealthy)
     }
+}
 
-    @Test(arguments: StorageEngine.allCases)
-    func connectionsOverTheLimit_areClosed_andServiceResumes(_ engine: StorageEngine) throws {
-        let server = try TestServer(engine, ["--max-connections", "4"])
-        let held = try (0..<4).map { _ in try server.connect() }
-        for connection in held { try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") }
-        for connection in held { #expect(try connection.readResponse().status == 200) }
-        let extra = try server.connect()
-        #expect(extra.waitForClose(timeout: 5))
-        // Once the others leave, new connections are served again.
-        for connection in held { connection.shutdownWrite() }
-        try waitUntil(timeout: 10, "a connection slot") { server.isHealthy }
-    }
+extension String {
+    func count(of needle: String) -> Int { components(separatedBy: needle).count - 1 }
 }

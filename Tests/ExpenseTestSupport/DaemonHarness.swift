@@ -11,6 +11,11 @@ public final class DaemonHarness: @unchecked Sendable {
     public var arguments: [String]
     public var environment: [String: String]
     public private(set) var process: ChildProcess?
+    /// A program the daemon runs under (`strace …`): the command line is
+    /// `launcher + [expensed] + arguments`, and ``process`` is the launcher.
+    public var launcher: [String] = []
+    /// The standard error of every daemon started so far, in order.
+    public private(set) var logPaths: [String] = []
 
     /// - Parameters:
     ///   - arguments: extra flags for `expensed`.
@@ -32,15 +37,36 @@ public final class DaemonHarness: @unchecked Sendable {
 
     /// Starts the daemon and waits until its socket answers.
     public func start(timeout: Double = 20) throws {
-        let child = try ChildProcess(BuiltProducts.path("expensed"), arguments, environment: environment,
+        try waitUntilAnswering(launch(), timeout: timeout)
+    }
+
+    /// Starts the daemon without waiting for it: for a kill during start-up.
+    @discardableResult
+    public func launch() throws -> ChildProcess {
+        let expensed = BuiltProducts.path("expensed")
+        let command = launcher.isEmpty ? [expensed] + arguments : launcher + [expensed] + arguments
+        let child = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment,
                                      outputDirectory: directory.path, name: "expensed")
         process = child
+        logPaths.append(child.stderrPath)
+        return child
+    }
+
+    /// Waits until `child`'s socket answers a `status`; fails when it exits first.
+    public func waitUntilAnswering(_ child: ChildProcess, timeout: Double = 20) throws {
         try waitUntil(timeout: timeout, "expensed to answer on \(socketPath)") {
             guard child.isRunning else {
                 throw TestFailure("expensed exited with \(child.process.terminationStatus): \(child.standardError)")
             }
             return (try? request(["op": "status"])) != nil
         }
+    }
+
+    /// The pid of the process answering on the socket (`SO_PEERCRED`): the
+    /// daemon's own, also when it runs under a ``launcher``.
+    public func daemonPID() throws -> Int32 {
+        let client = try RawClient(path: socketPath)
+        return try UnixSocket.peerCredentials(FileDescriptor(owning: dup(client.fd))).pid
     }
 
     /// SIGTERM and wait; returns the exit status.
@@ -93,6 +119,20 @@ public final class DaemonHarness: @unchecked Sendable {
     /// Files in the receipts directory.
     public func receiptFiles() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "\(stateDirectory)/receipts")) ?? []).sorted()
+    }
+
+    /// Waits until the receipts directory is empty, and fails naming the
+    /// files still there after `timeout` seconds. A sent receipt's file
+    /// (or a dropped chain's) is removed just after the commit that removed
+    /// its job (docs/sync.md), so an outbox seen empty, or a status saying
+    /// nothing is queued, can come a moment before the file goes: a test
+    /// that wants no receipt file waits for the removal itself.
+    public func waitUntilNoReceiptFiles(timeout: Double = 10) throws {
+        do {
+            try waitUntil(timeout: timeout, "the receipt files to be removed") { receiptFiles().isEmpty }
+        } catch {
+            throw TestFailure("receipt files still present \(timeout)s after their jobs went: \(receiptFiles())")
+        }
     }
 }
 
@@ -179,24 +219,19 @@ extension RawClient {
     }
 }
 
-/// Receipt-shaped test files: the right magic bytes, then filler.
+/// Receipt files for tests: whole JPEG, PNG and PDF files of the size
+/// asked for (``ReceiptBytes``), each seed giving other bytes.
 public enum SampleReceipt {
     public static func jpeg(size: Int = 2048, seed: UInt8 = 1) -> [UInt8] {
-        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
-        bytes += (0..<max(0, size - 4)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
-        return bytes
+        ReceiptBytes.make(.jpeg, size: size) { UInt8(truncatingIfNeeded: $0 &* 7 &+ Int(seed)) }
     }
 
     public static func png(size: Int = 2048) -> [UInt8] {
-        var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        bytes += [UInt8](repeating: 0x42, count: max(0, size - 8))
-        return bytes
+        ReceiptBytes.make(.png, size: size) { _ in 0x42 }
     }
 
     public static func pdf(size: Int = 2048) -> [UInt8] {
-        var bytes = Array("%PDF-1.7\n".utf8)
-        bytes += [UInt8](repeating: 0x20, count: max(0, size - bytes.count))
-        return bytes
+        ReceiptBytes.make(.pdf, size: size) { _ in 0x20 }
     }
 
     /// Writes `bytes` to `path`.

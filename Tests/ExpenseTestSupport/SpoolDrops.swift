@@ -35,17 +35,9 @@ public enum SpoolDrop {
         guard result.status == 0 else { throw TestFailure("cp failed: \(result.stderr)") }
     }
 
-    /// Bytes of a receipt of `kind` that no other call with another `tag` gives.
+    /// A whole receipt file of `kind` that no other call with another `tag` gives.
     public static func receipt(_ kind: ReceiptKind, tag: Int, size: Int = 4096) -> [UInt8] {
-        var bytes: [UInt8]
-        switch kind {
-        case .jpeg: bytes = [0xFF, 0xD8, 0xFF, 0xE0]
-        case .png: bytes = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        case .pdf: bytes = Array("%PDF-1.7\n".utf8)
-        }
-        bytes += Array(" receipt \(tag) ".utf8)
-        bytes += (0..<max(0, size - bytes.count)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ tag) }
-        return bytes
+        ReceiptBytes.make(kind, size: size, label: " receipt \(tag) ") { UInt8(truncatingIfNeeded: $0 &* 31 &+ tag) }
     }
 
     /// A sidecar's bytes for `fields` (each set one a JSON string).
@@ -127,5 +119,16 @@ extension DaemonHarness {
             let rejectedFiles = try rejectedEntries().filter { $0.lowercasedExtension != "reason" }
             return left.isEmpty && rejectedFiles.count == rejected && (try? queuedExpenses().count) == expenses
         }
+    }
+}
+
+/// File times as a writer that keeps them (`cp -p`, `rsync -t`, `tar`) sets them.
+public enum FileTimes {
+    /// Sets the modification time of `path` to `nanoseconds` since the
+    /// epoch, leaving its access time (`UTIME_OMIT`, `(1 << 30) - 2`).
+    public static func setModified(_ path: String, to nanoseconds: Int64) throws {
+        var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),
+                     timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))]
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw TestFailure("utimensat \(path): \(errno)") }
     }
 }

@@ -1,3 +1,4 @@
+import Digest
 import ExpenseCore
 import Foundation
 import SQLite
@@ -52,6 +53,39 @@ public final class SyncHarness: @unchecked Sendable {
     public func serverExpenses() throws -> [(transactionID: String, deleted: Bool)] {
         let db = try Connection(path: "\(serverData)/expense-server.db")
         return try db.query("SELECT transaction_id, deleted FROM expenses ORDER BY id") { ($0.string(0), $0.bool(1)) }
+    }
+
+    /// An expense as the server stored it, with the SHA-256 (hex) of the
+    /// receipt bytes in its file, hashed here (not the digest it recorded).
+    public struct ServerRecord: Sendable {
+        public let transactionID: String
+        public let clientID: String
+        public let merchant: String?
+        public let deleted: Bool
+        /// SHA-256 of the stored receipt file; nil without a receipt.
+        public let receiptDigest: String?
+        /// The digest the server recorded for it.
+        public let recordedDigest: String?
+    }
+
+    /// Every expense row of the server's database, receipts hashed from
+    /// the files under its `receipts/`.
+    public func serverRecords() throws -> [ServerRecord] {
+        let db = try Connection(path: "\(serverData)/expense-server.db", readOnly: true)
+        let rows = try db.query("SELECT transaction_id, client_id, merchant, deleted, receipt_file, receipt_sha256 FROM expenses ORDER BY id") {
+            ($0.string(0), $0.string(1), $0.optionalString(2), $0.bool(3), $0.optionalString(4), $0.optionalString(5))
+        }
+        return try rows.map { id, clientID, merchant, deleted, file, recorded in
+            var digest: String?
+            if let file {
+                guard let bytes = FileManager.default.contents(atPath: "\(serverData)/receipts/\(file)") else {
+                    throw TestFailure("the server's receipt file \(file) of \(id) is missing")
+                }
+                digest = Hex.encode(SHA256.hash([UInt8](bytes)))
+            }
+            return ServerRecord(transactionID: id, clientID: clientID, merchant: merchant, deleted: deleted,
+                                receiptDigest: digest, recordedDigest: recorded)
+        }
     }
 
     /// Rows in the daemon's cache and its outbox (read from its database).

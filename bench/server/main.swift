@@ -3,13 +3,16 @@
 // Creates per second and latency with 1, 8 and 32 keep-alive clients
 // (JSON bodies of about 300 bytes, a fresh Idempotency-Key each), beside
 // the same load on GET /healthz, then receipt uploads of 200 KiB and
-// 10 MiB in MiB/s. Every create and upload is a durable commit.
+// 10 MiB in MiB/s. Every create and upload is a durable commit. Last,
+// GET /healthz on a fresh connection per request, alone and beside slow
+// clients that trickle header lines ("slowloris"), on a server with
+// --max-connections 32.
 //
 // With --postgres: creates with 32 clients on SQLite (one process) beside
 // PostgreSQL with 1, 2 and 4 processes behind HAProxy, each as a ratio of
 // PostgreSQL's WAL-flush bound measured in the same run (Scaling.swift).
 //
-// Usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N]
+// Usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]
 //        bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]
 import ExpenseTestSupport
 import Foundation
@@ -19,6 +22,7 @@ struct Settings {
     var seconds = 5.0
     var clients = [1, 8, 32]
     var receiptClients = 4
+    var slowClients = 64
     var postgres = false
     var scalingClients = 32
     var processes = [1, 2, 4]
@@ -31,11 +35,12 @@ struct Settings {
             case "--seconds": seconds = it.next().flatMap(Double.init) ?? seconds
             case "--clients": clients = (it.next() ?? "").split(separator: ",").compactMap { Int($0) }
             case "--receipt-clients": receiptClients = it.next().flatMap(Int.init) ?? receiptClients
+            case "--slow-clients": slowClients = it.next().flatMap(Int.init) ?? slowClients
             case "--postgres": postgres = true
             case "--scaling-clients": scalingClients = it.next().flatMap(Int.init) ?? scalingClients
             case "--processes": processes = (it.next() ?? "").split(separator: ",").compactMap { Int($0) }
             default:
-                print("usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N]")
+                print("usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]")
                 print("       bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]")
                 exit(64)
             }
@@ -85,3 +90,36 @@ for size in [200 << 10, 10 << 20] {
           + String(format: " %10.1f %8.1f  %8.2f %8.2f   %d", m.perSecond, m.mibPerSecond, m.percentile(0.5), m.percentile(0.99), m.failures))
 }
 server.stop()
+
+// Slow heads: what trickling clients, more of them than there are slots,
+// cost everyone else. The baseline is the same load without them.
+let slotLimit = 32
+let guarded = try ServerProcess(dataDirectory: scratch.at("slow-heads"), arguments: ["--max-connections", "\(slotLimit)"],
+                                executable: settings.server, outputDirectory: scratch.path)
+print("")
+print("slow heads: GET /healthz, a fresh connection per request, 4 clients; --max-connections \(slotLimit), --header-timeout as default;")
+print("slow clients send a header line every 0.25 s and never end the head, and come back 1 s after being closed")
+print("slow clients  req/s     p50 ms   p99 ms   errors")
+func freshConnectionHealth() -> Measurement {
+    run(clients: 4, seconds: settings.seconds, port: guarded.port) { _, _, _ in
+        let (message, ns) = try timed { try HTTPConnection(port: guarded.port).request("GET", "/healthz") }
+        return message.status == 200 ? (0, ns) : nil
+    }
+}
+func slowRow(_ count: Int, _ m: Measurement) {
+    print(String(format: "%-12d %7.0f  %8.2f %8.2f   %d", count, m.perSecond, m.percentile(0.5), m.percentile(0.99), m.failures))
+}
+let alone = freshConnectionHealth()
+slowRow(0, alone)
+let tricklers = (0..<settings.slowClients).map { _ in Trickler(port: guarded.port, reconnectAfter: 1) }
+for trickler in tricklers { trickler.start() }
+let connectBy = Date().addingTimeInterval(20)
+while Date() < connectBy && !tricklers.allSatisfy({ $0.connections > 0 }) { Thread.sleep(forTimeInterval: 0.01) }
+let beside = freshConnectionHealth()
+for trickler in tricklers { trickler.stop() }
+slowRow(settings.slowClients, beside)
+let visits = tricklers.flatMap(\.visits)
+print(String(format: "ratio with / without: req/s %.2f, p99 %.2f; slow connections closed by the server: %d, answered: %d",
+             beside.perSecond / alone.perSecond, beside.percentile(0.99) / alone.percentile(0.99),
+             visits.filter(\.closedByServer).count, visits.filter(\.answered).count))
+guarded.stop()

@@ -24,21 +24,23 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// `count` receipt-shaped files of `size` bytes in `directory`, each different.
+/// `count` whole JPEG files of `size` bytes in `directory`, each different
+/// (the spool takes only whole receipts).
 func makeFiles(in directory: String, count: Int, size: Int) throws -> [String] {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     // xorshift64: incompressible enough, and cheap (no system call per byte).
     var state = UInt64.random(in: 1...UInt64.max)
     return try (0..<count).map { n in
         let name = "receipt-\(n).jpg"
-        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
-        bytes.reserveCapacity(size)
-        while bytes.count < size {
+        var filler: [UInt8] = []
+        filler.reserveCapacity(size)
+        while filler.count < size {
             state ^= state << 13
             state ^= state >> 7
             state ^= state << 17
-            withUnsafeBytes(of: state) { bytes += $0.prefix(size - bytes.count) }
+            withUnsafeBytes(of: state) { filler += $0.prefix(size - filler.count) }
         }
+        let bytes = ReceiptBytes.make(.jpeg, size: size, label: name) { [filler] in filler[$0 % filler.count] }
         try Data(bytes).write(to: URL(fileURLWithPath: "\(directory)/\(name)"))
         return name
     }

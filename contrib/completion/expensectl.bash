@@ -7,7 +7,7 @@ _expensectl()
 
     local subcommands="add list show retry discard status watch sync stats edit delete resolve help"
     local global="--socket --json --help --version"
-    local fields="--merchant --amount --currency --date --category --comment"
+    local fields="--merchant --amount --currency --date --category --comment --tax-tag"
 
     case $prev in
         --socket|--receipt)
@@ -36,7 +36,7 @@ _expensectl()
     case $subcommand in
         "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
         add) options="$fields --receipt --client-id" ;;
-        edit) options="$fields --tax-tag" ;;
+        edit) options="$fields" ;;
         sync) options="--refresh --wait --timeout" ;;
         resolve) options="--take" ;;
         help) COMPREPLY=($(compgen -W "$subcommands" -- "$cur")); return ;;

@@ -1,0 +1,64 @@
+import ExpenseCore
+import Foundation
+
+/// Receipt files as a phone, a scanner and a PDF printer make them, made
+/// here with Debian's ImageMagick, Ghostscript and img2pdf (installed by
+/// `scripts/setup --test`).
+public enum RealReceiptFiles {
+    /// ImageMagick's own `convert`: `/usr/local/bin/convert` is a stand-in.
+    static let convert = "/usr/bin/convert"
+
+    static func run(_ executable: String, _ arguments: [String]) throws {
+        let result = try runCommand(executable, arguments, timeout: 120)
+        guard result.status == 0 else { throw TestFailure("\(executable) \(arguments.joined(separator: " ")): \(result.stderr)") }
+    }
+
+    /// An EXIF block as a phone writes one in APP1: a TIFF header, IFD0
+    /// (orientation), IFD1 with a JPEG thumbnail, which has its own SOI
+    /// and EOI inside the segment.
+    static func exifProfile(thumbnail: [UInt8]) -> [UInt8] {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: Int) -> [UInt8] { le16(v & 0xFFFF) + le16(v >> 16) }
+        func entry(_ tag: Int, _ type: Int, _ value: Int) -> [UInt8] { le16(tag) + le16(type) + le32(1) + le32(value) }
+        let ifd1 = 8 + 2 + 12 + 4
+        let thumb = ifd1 + 2 + 24 + 4
+        var tiff = Array("II*\0".utf8) + le32(8)
+        tiff += le16(1) + entry(0x0112, 3, 1) + le32(ifd1)
+        tiff += le16(2) + entry(0x0201, 4, thumb) + entry(0x0202, 4, thumbnail.count) + le32(0)
+        return Array("Exif\0\0".utf8) + tiff + thumbnail
+    }
+
+    static func bytes(_ name: String, in directory: TemporaryDirectory) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: directory.at(name)) else { throw TestFailure("\(name) was not made") }
+        return [UInt8](data)
+    }
+
+    /// Makes them in `directory`: `phone.jpg` (EXIF with a thumbnail),
+    /// `phone-trailer.jpg` (the same with bytes after EOI), `scan.png`,
+    /// `scan.jpg` (progressive), `printer.pdf` (Ghostscript), `scan.pdf` (img2pdf).
+    /// - Returns: each file's name and kind.
+    public static func make(in directory: TemporaryDirectory) throws -> [(name: String, kind: ReceiptKind)] {
+        // A phone: a photo with EXIF and its thumbnail; and one with bytes
+        // after EOI, as some cameras append.
+        try Self.run(Self.convert, ["-size", "64x48", "plasma:fractal", "-quality", "80", directory.at("thumb.jpg")])
+        try Data(exifProfile(thumbnail: try bytes("thumb.jpg", in: directory))).write(to: URL(fileURLWithPath: directory.at("exif.app1")))
+        try Self.run(Self.convert, ["-size", "1200x900", "plasma:fractal", "-quality", "92", "-sampling-factor", "2x2",
+                               "-profile", directory.at("exif.app1"), directory.at("phone.jpg")])
+        let trailer = try bytes("phone.jpg", in: directory) + Array("MotionPhoto_Data\0\u{1}\u{2}".utf8) + [UInt8](repeating: 0xFF, count: 300)
+        try Data(trailer).write(to: URL(fileURLWithPath: directory.at("phone-trailer.jpg")))
+        // A scanner: a grey A4 page at 150 dpi as a noisy PNG (many IDAT
+        // chunks) and as a progressive JPEG (many scans, tables between).
+        try Self.run(Self.convert, ["-size", "1240x1754", "gradient:white-gray70", "-attenuate", "0.3", "+noise", "Gaussian",
+                               "-colorspace", "Gray", "-density", "150", "-units", "PixelsPerInch", directory.at("scan.png")])
+        try Self.run(Self.convert, [directory.at("scan.png"), "-interlace", "Plane", "-quality", "75", directory.at("scan.jpg")])
+        // A PDF printer: Ghostscript's pdfwrite (what CUPS-PDF runs), and
+        // img2pdf around the scan.
+        let postscript = "%!PS\n/Helvetica findfont 24 scalefont setfont\n72 720 moveto (Blue Bottle 12.50 EUR) show\nshowpage\n"
+        try Data(postscript.utf8).write(to: URL(fileURLWithPath: directory.at("receipt.ps")))
+        try Self.run("/usr/bin/gs", ["-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sDEVICE=pdfwrite",
+                                "-sOutputFile=\(directory.at("printer.pdf"))", directory.at("receipt.ps")])
+        try Self.run("/usr/bin/img2pdf", [directory.at("scan.jpg"), "-o", directory.at("scan.pdf")])
+        return [("phone.jpg", .jpeg), ("phone-trailer.jpg", .jpeg), ("scan.png", .png), ("scan.jpg", .jpeg),
+                ("printer.pdf", .pdf), ("scan.pdf", .pdf)]
+    }
+}
