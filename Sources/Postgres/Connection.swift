@@ -52,19 +52,18 @@ public final class Connection {
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 
     /// False once the connection is broken, also when the server closed it
-    /// while it sat idle (a restart): an idle connection's socket that is
-    /// readable holds a notice or the end of the connection, and
-    /// `PQconsumeInput` tells which. Wraps `PQstatus` and `PQconsumeInput`.
+    /// while it sat idle (a restart, `pg_terminate_backend`). An idle
+    /// connection of ours has nothing to say: it listens to no channel and
+    /// sends no query, so a readable socket means the server spoke first,
+    /// which it does only to say goodbye (the FATAL "terminating
+    /// connection" it flushes before it exits, then the end of the
+    /// connection). Such a connection is unusable as soon as that message
+    /// is readable, even while its end is still on the way. Wraps
+    /// `PQstatus` and `poll` on `PQsocket`.
     public var isUsable: Bool {
-        // A terminated backend sends its FATAL message, then closes: one
-        // read takes the message, the next finds the end.
-        for _ in 0..<4 {
-            guard PQstatus(handle) == CONNECTION_OK else { return false }
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, 0) == 0 { return true }
-            guard PQconsumeInput(handle) == 1 else { return false }
-        }
-        return PQstatus(handle) == CONNECTION_OK
+        guard PQstatus(handle) == CONNECTION_OK else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 0
     }
 
     /// True while a transaction is open (`PQtransactionStatus`).

@@ -188,6 +188,21 @@ import Testing
         #expect(second != first)
     }
 
+    /// The server's goodbye (the FATAL message a terminated backend flushes
+    /// before it exits) is readable before the connection's end; a pool
+    /// that took only the end as the sign lent the connection in between.
+    /// Anything unasked-for on an idle connection makes it unusable; a
+    /// notification is such a message that arrives without the end.
+    @Test func connection_withAnUnaskedForMessage_isNotUsable() throws {
+        let url = try PostgresCluster.shared.makeDatabase()
+        let listening = try Connection(url)
+        try listening.execute("LISTEN pool_test")
+        #expect(listening.isUsable)
+        let admin = try Connection(url)
+        try admin.execute("NOTIFY pool_test")
+        try waitUntil(timeout: 10, "the notification to make the connection unusable") { !listening.isUsable }
+    }
+
     @Test func pool_whenEveryConnectionStaysBusy_failsTheLoanAsBusy() throws {
         let url = try PostgresCluster.shared.makeDatabase()
         var options = ConnectionPool.Options()
