@@ -21,6 +21,7 @@ let package = Package(
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
         cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
         cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        cLibrary("CPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
         // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
         .target(name: "CShims"),
 
@@ -31,6 +32,7 @@ let package = Package(
         .target(name: "Systemd", dependencies: ["CSystemd", "Posix"]),
         .target(name: "HTTPD", dependencies: ["CMicroHTTPD", "Posix"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "Postgres", dependencies: ["CPQ"]),
 
         // Domain: types, validation, protocol, policies. No I/O.
         .target(name: "ExpenseCore", dependencies: ["Digest"]),
@@ -38,14 +40,24 @@ let package = Package(
         // Services and commands, as libraries.
         .target(name: "ExpenseDaemon", dependencies: ["ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
         .target(name: "ExpenseCtl", dependencies: ["ExpenseCore", "Posix"]),
-        .target(name: "ExpenseServer", dependencies: ["ExpenseCore", "Posix", "SQLite", "HTTPD", "Systemd", "Digest"]),
+        // The server, by concern: storage behind one seam (ServerStorage) with
+        // an engine per database; accounts; the HTTP API. Only the engines see
+        // a database library; the API sees neither an engine nor a database;
+        // ExpenseServer wires them from the command line.
+        .target(name: "ServerStorage", dependencies: ["ExpenseCore", "Digest", "Posix"]),
+        .target(name: "SQLiteStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "SQLite"]),
+        .target(name: "PostgresStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "Postgres"]),
+        .target(name: "ServerAccounts", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix"]),
+        .target(name: "ServerAPI", dependencies: ["ServerStorage", "ServerAccounts", "ExpenseCore", "Digest", "Posix", "HTTPD", "Systemd"]),
+        .target(name: "ExpenseServer", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
+                                                     "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
         // Thin executables.
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
-        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest"], path: "bench/server"),
+        .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
         .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
@@ -53,12 +65,13 @@ let package = Package(
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
-        .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
+        .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ExpenseTestSupport", "ExpenseCore", "SQLite", "Digest", "Posix", "HTTPD"]),
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
+                                                           "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

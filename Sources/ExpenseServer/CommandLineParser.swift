@@ -1,11 +1,16 @@
+import ExpenseCore
 import Posix
+import ServerAccounts
+import ServerAPI
 
 /// What the command line asks for.
 enum ServerInvocation: Equatable {
     case help
     case serve(ServeConfiguration)
-    case userAdd(name: String, dataDirectory: String)
-    case userList(dataDirectory: String)
+    case userAdd(name: String, storage: StorageLocation)
+    case userList(storage: StorageLocation)
+    case migrate(storage: StorageLocation)
+    case backup(destination: String, storage: StorageLocation)
 }
 
 /// A command line that cannot be run: exit status 64 (`EX_USAGE`).
@@ -18,7 +23,7 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
 /// parsing and `--help` (``ServerHelp``).
 enum CommandLineParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> ServerInvocation {
-        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve or user") }
+        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user, migrate or backup") }
         if arguments.contains("--help") || arguments.contains("-h") || command == "help" { return .help }
         switch command {
         case "serve":
@@ -29,51 +34,55 @@ enum CommandLineParser {
             guard action == "add" || action == "list" else {
                 throw UsageError("unknown user subcommand \(quoted(action)); expected add or list")
             }
-            let options = try Options(Array(rest.dropFirst()), known: ["--data-dir"], command: "user \(action)")
-            let directory = try options.dataDirectory()
+            let options = try Options(Array(rest.dropFirst()), known: storageOptions, command: "user \(action)")
+            let storage = try options.storage()
             if action == "list" {
                 guard options.positional.isEmpty else {
                     throw UsageError("user list takes no arguments, got \(quoted(options.positional[0]))")
                 }
-                return .userList(dataDirectory: directory)
+                return .userList(storage: storage)
             }
             guard options.positional.count == 1, let name = options.positional.first else {
                 throw UsageError("user add takes exactly one NAME, got \(options.positional.count)")
             }
-            guard ExpenseStore.isValidUserName(name) else { throw UsageError(UserError.invalidName(name).description) }
-            return .userAdd(name: name, dataDirectory: directory)
+            guard Accounts.isValidName(name) else { throw UsageError(UserError.invalidName(name).description) }
+            return .userAdd(name: name, storage: storage)
+        case "migrate":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions, command: "migrate")
+            guard options.positional.isEmpty else {
+                throw UsageError("migrate takes no arguments, got \(quoted(options.positional[0]))")
+            }
+            return .migrate(storage: try options.storage())
+        case "backup":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions, command: "backup")
+            guard options.positional.count == 1, let destination = options.positional.first else {
+                throw UsageError("backup takes exactly one DEST, a folder to create, got \(options.positional.count)")
+            }
+            guard !destination.isEmpty else { throw UsageError("backup's DEST must not be empty") }
+            // Only SQLite data is backed up: no hint at a PostgreSQL URL.
+            guard options.values["--data-dir"] != nil || options.values["--database"] != nil else {
+                throw UsageError("--data-dir is required")
+            }
+            let storage = try options.storage()
+            guard case .sqlite = storage else {
+                throw UsageError("backup copies SQLite data; back up a PostgreSQL database with pg_dump (docs/server.md, \"Backups\")")
+            }
+            return .backup(destination: destination, storage: storage)
         default:
-            throw UsageError("unknown subcommand \(quoted(command)); expected serve or user")
+            throw UsageError("unknown subcommand \(quoted(command)); expected serve, user, migrate or backup")
         }
     }
 
-    /// Text from the command line, quoted as it may be shown on a terminal:
-    /// cut at `limit` characters, and with backslashes and the characters
-    /// that are not text (controls such as a line break or an escape
-    /// sequence, C1 controls, bidirectional overrides and other format
-    /// characters) written as Swift escapes (`\n`, `\u{1B}`), so nothing
-    /// typed or pasted can forge a line of output or restyle the terminal.
-    static func quoted(_ text: String, limit: Int = 256) -> String {
-        var out = "'"
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count == limit {
-                out += "..."
-                break
-            }
-            count += 1
-            switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
-                out += scalar.escaped(asASCII: true)
-            default:
-                if scalar == "\\" { out += "\\\\" } else { out.unicodeScalars.append(scalar) }
-            }
-        }
-        return out + "'"
+    /// Text from the command line as messages show it (``LogText/quoted(_:limit:)``).
+    private static func quoted(_ text: String, limit: Int = 256) -> String {
+        LogText.quoted(text, limit: limit)
     }
+
+    /// Where the data is: every subcommand takes these.
+    static let storageOptions: Set<String> = ["--data-dir", "--database"]
 
     static let serveOptions = [
-        "--listen", "--data-dir", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
+        "--listen", "--data-dir", "--database", "--database-pool", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
         "--connection-timeout", "--header-timeout", "--request-timeout", "--idempotency-retention-hours",
         "--fault-drop-request", "--fault-drop-response", "--fault-error-rate", "--fault-delay-ms", "--fault-seed",
     ]
@@ -84,7 +93,9 @@ enum CommandLineParser {
             throw UsageError("serve takes no arguments, got \(quoted(options.positional[0]))")
         }
         var c = ServeConfiguration()
-        c.dataDirectory = try options.dataDirectory()
+        c.storage = try options.storage()
+        c.dataDirectory = options.values["--data-dir"] ?? ""
+        c.databasePoolSize = Int(try options.integer("--database-pool", in: 1...1000) ?? Int64(c.databasePoolSize))
         if let text = options.values["--listen"] {
             guard let address = SocketAddress(parsing: text) else {
                 throw UsageError("--listen must be HOST:PORT with a numeric address, like 127.0.0.1:8080 or [::1]:8080")
@@ -147,11 +158,9 @@ enum CommandLineParser {
             }
         }
 
-        /// `--data-dir`, which every subcommand needs.
-        func dataDirectory() throws(UsageError) -> String {
-            guard let directory = values["--data-dir"] else { throw UsageError("--data-dir is required") }
-            guard !directory.isEmpty else { throw UsageError("--data-dir must not be empty") }
-            return directory
+        /// `--data-dir` and `--database`: one of them every subcommand needs.
+        func storage() throws(UsageError) -> StorageLocation {
+            try StorageLocation.parse(database: values["--database"], dataDirectory: values["--data-dir"])
         }
 
         func integer(_ name: String, in range: ClosedRange<Int64>) throws(UsageError) -> Int64? {

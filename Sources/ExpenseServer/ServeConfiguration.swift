@@ -1,9 +1,14 @@
 import Posix
+import ServerAPI
 
 /// Everything `expense-server serve` is told (docs/server.md, "Options").
 struct ServeConfiguration: Sendable, Equatable {
     var listen = SocketAddress(family: .ipv4, host: "127.0.0.1", port: 8080)
     var dataDirectory = ""
+    /// Where the data is (`--data-dir`, `--database`).
+    var storage = StorageLocation.sqlite(dataDirectory: "", databasePath: nil)
+    /// Connections to PostgreSQL per process (`--database-pool`).
+    var databasePoolSize = 16
     /// Largest receipt accepted, enforced from `Content-Length` before any byte is read.
     var receiptMaxBytes: Int64 = 25 << 20
     /// Largest JSON body accepted.
@@ -20,4 +25,16 @@ struct ServeConfiguration: Sendable, Equatable {
     /// Hours idempotency records are kept; at least the contract's 24.
     var idempotencyRetentionHours = 48
     var faults = FaultInjector.Options()
+}
+
+extension ServeConfiguration {
+    /// What the HTTP layer is told.
+    var api: APISettings {
+        var settings = APISettings()
+        settings.receiptMaxBytes = receiptMaxBytes
+        settings.jsonMaxBytes = jsonMaxBytes
+        settings.requestTimeoutSeconds = requestTimeoutSeconds
+        settings.faults = faults
+        return settings
+    }
 }

@@ -1,6 +1,10 @@
 import ExpenseCore
 import HTTPD
 import Posix
+import ServerAccounts
+import ServerAPI
+import ServerStorage
+import SQLiteStorage
 import Systemd
 
 /// The `expense-server` command: parses its arguments and runs the
@@ -23,10 +27,14 @@ public enum ServerCommand {
             return ExitStatus.success.rawValue
         case .serve(let configuration):
             return serve(configuration)
-        case .userAdd(let name, let directory):
-            return addUser(name, directory: directory)
-        case .userList(let directory):
-            return listUsers(directory: directory)
+        case .userAdd(let name, let storage):
+            return addUser(name, storage: storage)
+        case .userList(let storage):
+            return listUsers(storage: storage)
+        case .migrate(let storage):
+            return migrate(storage)
+        case .backup(let destination, let storage):
+            return backup(storage, to: destination)
         }
     }
 
@@ -46,12 +54,15 @@ public enum ServerCommand {
         // Our parent's signal mask came with us through exec; the signals we
         // trap must get through (to this thread and every thread started later).
         CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
-        let store: ExpenseStore
+        let store: any ExpenseStorage
         do {
-            store = try ExpenseStore(directory: configuration.dataDirectory)
+            store = try configuration.storage.open(poolSize: configuration.databasePoolSize)
         } catch {
-            log.log(.error, "Failed to open data directory \(CommandLineParser.quoted(configuration.dataDirectory)): \(error)")
+            log.log(.error, "Failed to open \(configuration.storage): \(error)")
             return ExitStatus.failure.rawValue
+        }
+        if case .postgres = configuration.storage {
+            log.log(.notice, "storing in PostgreSQL, up to \(configuration.databasePoolSize) connections")
         }
         runMaintenance(store, configuration: configuration, log: log)
 
@@ -64,7 +75,7 @@ public enum ServerCommand {
             log.log(.error, "Failed to listen on \(configuration.listen): \(error)")
             return ExitStatus.failure.rawValue
         }
-        let service = APIService(store: store, configuration: configuration, log: log)
+        let service = APIService(storage: store, accounts: Accounts(store), settings: configuration.api, log: log)
         var options = HTTPServer.Options()
         options.connectionLimit = configuration.maxConnections
         options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
@@ -123,7 +134,7 @@ public enum ServerCommand {
     /// Forgets expired idempotency records and removes receipt files a
     /// crash left unreferenced. Failures are logged and ignored: the next
     /// run tries again.
-    static func runMaintenance(_ store: ExpenseStore, configuration: ServeConfiguration, log: ServerLog) {
+    static func runMaintenance(_ store: any ExpenseStorage, configuration: ServeConfiguration, log: ServerLog) {
         do {
             let purged = try store.purgeIdempotencyRecords(retentionMilliseconds: Int64(configuration.idempotencyRetentionHours) * 3_600_000)
             if purged > 0 { log.log(.info, "forgot \(purged) idempotency records older than \(configuration.idempotencyRetentionHours) h") }
@@ -131,41 +142,62 @@ public enum ServerCommand {
             log.log(.warning, "Failed to purge idempotency records: \(error), ignoring")
         }
         do {
-            let referenced = try store.referencedReceiptFiles()
-            let removed = try store.receipts.sweep(referenced: referenced, graceNanoseconds: 600 * 1_000_000_000,
-                                                   now: Clock.wallMilliseconds * 1_000_000)
+            let removed = try store.removeLeftovers(graceNanoseconds: 600 * 1_000_000_000, now: Clock.wallMilliseconds * 1_000_000)
             for name in removed { log.log(.info, "removed unreferenced receipt file '\(name)'") }
         } catch {
             log.log(.warning, "Failed to sweep receipt files: \(error), ignoring")
         }
     }
 
-    // MARK: user
+    // MARK: user, migrate
 
-    static func addUser(_ name: String, directory: String) -> Int32 {
+    static func addUser(_ name: String, storage: StorageLocation) -> Int32 {
         do {
-            let store = try ExpenseStore(directory: directory)
-            let token = try store.addUser(named: name)
+            let token = try Accounts(try storage.open(poolSize: 1)).add(named: name)
             StandardStreams.writeOutputLine(token)
             return ExitStatus.success.rawValue
         } catch let error as UserError {
             StandardStreams.writeErrorLine("expense-server: \(error)")
             return ExitStatus.failure.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to add user in \(CommandLineParser.quoted(directory)): \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to add user in \(storage): \(error)")
             return ExitStatus.failure.rawValue
         }
     }
 
-    static func listUsers(directory: String) -> Int32 {
+    static func listUsers(storage: StorageLocation) -> Int32 {
         do {
-            let store = try ExpenseStore(directory: directory)
-            for user in try store.users() {
+            for user in try Accounts(try storage.open(poolSize: 1)).list() {
                 StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
             }
             return ExitStatus.success.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to list users in \(CommandLineParser.quoted(directory)): \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to list users in \(storage): \(error)")
+            return ExitStatus.failure.rawValue
+        }
+    }
+
+    /// Opening migrates; this says to which version.
+    static func migrate(_ storage: StorageLocation) -> Int32 {
+        do {
+            let versions = try storage.open(poolSize: 1).schemaVersions()
+            StandardStreams.writeOutputLine("schema version \(versions.database)")
+            return ExitStatus.success.rawValue
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to migrate \(storage): \(error)")
+            return ExitStatus.failure.rawValue
+        }
+    }
+
+    /// A copy of SQLite data that a server can serve from (``SQLiteStore/backup(to:)``).
+    static func backup(_ storage: StorageLocation, to destination: String) -> Int32 {
+        do {
+            guard let store = try storage.open() as? SQLiteStore else { return ExitStatus.usage.rawValue }
+            let summary = try store.backup(to: destination)
+            StandardStreams.writeOutputLine("backed up \(summary.expenses) expenses and \(summary.receipts) receipts to \(destination)")
+            return ExitStatus.success.rawValue
+        } catch {
+            StandardStreams.writeErrorLine("expense-server: Failed to back up \(storage) to \(LogText.quoted(destination)): \(error)")
             return ExitStatus.failure.rawValue
         }
     }

@@ -5,14 +5,15 @@ import Glibc
 /// Path-level file system calls. Durable writes go through
 /// ``writeDurably(_:to:in:)``: temporary name, `fsync`, `rename`, directory `fsync`.
 public enum FileSystem {
-    /// Wraps `mkdir(2)`; an existing directory is not an error. A new
-    /// directory is durable only once the entry naming it is: its parent is
-    /// `fsync`ed before this returns (as for a rename, fsync(2) NOTES).
-    /// A parent that may be written to but not read cannot be opened to
-    /// sync it: then the entry is durable at the file system's next commit.
+    /// Wraps `mkdir(2)`; an existing directory is not an error unless
+    /// `mustBeNew`. A new directory is durable only once the entry naming it
+    /// is: its parent is `fsync`ed before this returns (as for a rename,
+    /// fsync(2) NOTES). A parent that may be written to but not read cannot
+    /// be opened to sync it: then the entry is durable at the file system's
+    /// next commit.
     /// - Returns: true when it was created.
     @discardableResult
-    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) -> Bool {
+    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700, mustBeNew: Bool = false) throws(SystemCallError) -> Bool {
         if Glibc.mkdir(path, mode) == 0 {
             do {
                 try syncDirectory(parent(of: path))
@@ -20,12 +21,12 @@ public enum FileSystem {
             return true
         }
         let code = errno
-        if code == EEXIST, (try? status(path).kind) == .directory { return false }
+        if code == EEXIST, !mustBeNew, (try? status(path).kind) == .directory { return false }
         throw SystemCallError(call: "mkdir", errno: code, subject: path)
     }
 
     /// Creates `path` and its missing parents, each made durable in the
-    /// directory above it (``makeDirectory(_:mode:)``).
+    /// directory above it (``makeDirectory(_:mode:mustBeNew:)``).
     public static func makeDirectories(_ path: String, mode: UInt32 = 0o700) throws(SystemCallError) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
@@ -69,6 +70,27 @@ public enum FileSystem {
         let code = errno
         if code == ENOENT && missingOK { return }
         throw SystemCallError(call: "unlink", errno: code, subject: path)
+    }
+
+    /// A new directory `base/prefixXXXXXX` (mode 0700) with a unique name.
+    /// Wraps `mkdtemp(3)`.
+    public static func makeTemporaryDirectory(in base: String, prefix: String) throws(SystemCallError) -> String {
+        var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { Glibc.mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw SystemCallError(call: "mkdtemp", errno: errno, subject: base) }
+        return String(cString: template.withUnsafeBufferPointer { $0.baseAddress! })
+    }
+
+    /// Wraps `rmdir(2)`; a missing directory is not an error.
+    public static func removeDirectory(_ path: String) throws(SystemCallError) {
+        if Glibc.rmdir(path) == 0 || errno == ENOENT { return }
+        throw SystemCallError(call: "rmdir", errno: errno, subject: path)
+    }
+
+    /// A second name for the file at `existing` (a hard link): the file
+    /// lives while either name does. Wraps `link(2)`.
+    public static func link(_ existing: String, to new: String) throws(SystemCallError) {
+        try retrying("link", new) { Glibc.link(existing, new) }
     }
 
     /// Wraps `chmod(2)`.

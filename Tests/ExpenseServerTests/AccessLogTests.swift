@@ -7,8 +7,9 @@ import Testing
 @Suite struct AccessLogTests {
     static var pattern: Regex<(Substring, method: Substring, path: Substring, status: Substring, ms: Substring, id: Substring, replayed: Substring, Substring?)> { #/^(?<method>\S+) (?<path>\S+) (?<status>\d{3}) (?<ms>\d+\.\d)ms (?<id>cp-[0-9a-f]{22}|-) replayed=(?<replayed>true|false)( \S+=\S+)?$/# }
 
-    @Test func eachRequest_logsOneLineInTheDocumentedFormat() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func eachRequest_logsOneLineInTheDocumentedFormat(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"
         // A line is written when its exchange ends, after the answer went
         // out, by that connection's thread: the next request, on another
@@ -40,8 +41,9 @@ import Testing
         #expect(lines[4].hasPrefix("GET /nowhere 401 "))
     }
 
-    @Test func theLog_neverHoldsTheTokenOrTheBody() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func theLog_neverHoldsTheTokenOrTheBody(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try #require(try server.create(key: TestServer.key(), #"{"merchant": "Secret Merchant 4711", "comment": "private note"}"#).transactionID)
         _ = try server.putReceipt(id, key: TestServer.key(), bytes: Array("%PDF-secret-receipt-bytes".utf8), contentType: "application/pdf")
         _ = try server.get("/v1/expenses", auth: .token("esk_wrong-token-value"))
@@ -54,8 +56,9 @@ import Testing
         }
     }
 
-    @Test func hostileMethodsAndPaths_cannotForgeLogLines() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func hostileMethodsAndPaths_cannotForgeLogLines(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let connection = try server.connect()
         try connection.send("GET /v1/expenses\u{7f}%0aPOST HTTP/1.1\r\nHost: x\r\n\r\n")
         _ = try connection.readResponse()

@@ -2,6 +2,7 @@ import ExpenseTestSupport
 import Foundation
 import Testing
 @testable import ExpenseServer
+@testable import ServerAPI
 
 /// The executable's interface: subcommands, exit statuses, signals,
 /// socket activation.
@@ -19,6 +20,26 @@ import Testing
             #expect(result.stdout.contains(option), "\(option) is not in --help")
         }
         #expect(try runCommand(binary, ["serve", "-h"]).stdout == result.stdout)
+    }
+
+    /// docs/server.md's option tables and the man page's OPTIONS describe
+    /// each option `--help` does, and name every subcommand.
+    @Test func docsAndManPage_describeEveryOptionAndSubcommand() throws {
+        let docs = try String(contentsOfFile: "\(BuiltProducts.packageRoot)/docs/server.md", encoding: .utf8)
+        let man = try String(contentsOfFile: "\(BuiltProducts.packageRoot)/man/expense-server.8", encoding: .utf8)
+        let help = try runCommand(binary, ["--help"]).stdout
+        let tableRows = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        for option in CommandLineParser.serveOptions {
+            #expect(tableRows.contains { $0.hasPrefix("| `\(option) ") || $0.hasPrefix("| `\(option)`") }, "\(option) has no row in docs/server.md's tables")
+            // `.BI \-\-name " ARG"`: the name, then its argument.
+            let roff = option.replacingOccurrences(of: "-", with: "\\-")
+            #expect(man.split(separator: "\n").contains { $0.hasPrefix(".BI ") && $0.contains("\(roff) \"") }, "\(option) is not in the man page's OPTIONS")
+        }
+        for subcommand in ["serve", "user add", "user list", "migrate", "backup"] {
+            #expect(help.contains("expense-server \(subcommand) "), "\(subcommand) is not in --help's USAGE")
+            #expect(docs.contains("expense-server \(subcommand) "), "\(subcommand) is not in docs/server.md")
+            #expect(man.contains(".B expense-server \(subcommand)"), "\(subcommand) is not in the man page's SYNOPSIS")
+        }
     }
 
     /// Command lines that cannot be run, and what the message must name.
@@ -76,7 +97,58 @@ import Testing
         (["user", "list"], "--data-dir is required"),
         (["user", "list", "--data-dir="], "--data-dir must not be empty"),
         (["user", "list", "bob", "--data-dir", "DIR"], "user list takes no arguments, got 'bob'"),
+        // Storage: --database and --database-pool.
+        (["serve", "--database"], "--database needs a value"),
+        (["serve", "--database", "--data-dir", "DIR"], "--database needs a value"),
+        (["serve", "--database", ""], "--database must not be empty"),
+        (["serve", "--database="], "--database must not be empty"),
+        (["serve", "--database", nowhere, "--database", nowhere], "--database was given more than once"),
+        (["serve", "--database", "mysql://localhost/expenses"], "--database must be a postgresql:// URL or the path of an SQLite file, not a 'mysql' URL"),
+        (["serve", "--database", "my\u{1B}[2Jsql://x"], "not a 'my\\u{1B}[2Jsql' URL"),
+        (["serve", "--database", "postgresql://alice:secret-password@/expenses?host=/nonexistent"], "--database must not hold a password"),
+        (["serve", "--database", "postgres://:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
+        (["serve", "--database", "postgresql:///x?host=/nonexistent&password=secret-password"], "--database must not hold a password"),
+        (["serve", "--database", "DIR"], "--data-dir is required with an SQLite --database"),
+        (["serve", "--database", nowhere, "--data-dir", ""], "--data-dir must not be empty"),
+        (["serve", "--data-dir", "DIR", "--database-pool"], "--database-pool needs a value"),
+        (["serve", "--data-dir", "DIR", "--database-pool", "0"], "--database-pool must be a whole number from 1 to 1000, got '0'"),
+        (["serve", "--database", nowhere, "--database-pool", "1001"], "--database-pool must be a whole number from 1 to 1000, got '1001'"),
+        (["serve", "--database", nowhere, "--database-pool", "many"], "--database-pool must be a whole number from 1 to 1000, got 'many'"),
+        // The head timeout, on PostgreSQL too.
+        (["serve", "--database", nowhere, "--header-timeout", "0"], "--header-timeout must be a whole number from 1 to 3600, got '0'"),
+        (["serve", "--database", nowhere, "--header-timeout"], "--header-timeout needs a value"),
+        (["user", "add", "bob", "--database", "mysql://localhost/x"], "--database must be a postgresql:// URL"),
+        (["user", "add", "bob", "--database", "postgresql://bob:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
+        (["user", "add", "bad name", "--database", nowhere], "invalid user name 'bad name'"),
+        (["user", "add", "bob", "--data-dir", "DIR", "--database-pool", "4"], "unknown option '--database-pool' for user add"),
+        (["user", "list", "--database", ""], "--database must not be empty"),
+        (["user", "list", "--database", "postgresql:///expenses?host=/nonexistent&password=secret-password"], "--database must not hold a password"),
+        (["user", "list", "--database", nowhere, "--header-timeout", "5"], "unknown option '--header-timeout' for user list"),
+        // migrate
+        (["migrate"], "--data-dir is required"),
+        (["migrate", "--data-dir"], "--data-dir needs a value"),
+        (["migrate", "--data-dir", ""], "--data-dir must not be empty"),
+        (["migrate", "now", "--data-dir", "DIR"], "migrate takes no arguments, got 'now'"),
+        (["migrate", "--data-dir", "DIR", "--listen", "127.0.0.1:0"], "unknown option '--listen' for migrate"),
+        (["migrate", "--database", nowhere, "--database-pool", "2"], "unknown option '--database-pool' for migrate"),
+        (["migrate", "--database", "sqlite://DIR"], "not a 'sqlite' URL"),
+        (["migrate", "--database", "postgresql://u:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
+        // backup
+        (["backup"], "backup takes exactly one DEST, a folder to create, got 0"),
+        (["backup", "--data-dir", "DIR"], "backup takes exactly one DEST, a folder to create, got 0"),
+        (["backup", "DIR2", "extra", "--data-dir", "DIR"], "backup takes exactly one DEST, a folder to create, got 2"),
+        (["backup", "", "--data-dir", "DIR"], "backup's DEST must not be empty"),
+        (["backup", "DIR2"], "--data-dir is required"),
+        (["backup", "DIR2", "--data-dir", ""], "--data-dir must not be empty"),
+        (["backup", "DIR2", "--data-dir", "DIR", "--data-dir", "DIR"], "--data-dir was given more than once"),
+        (["backup", "DIR2", "--database", nowhere], "backup copies SQLite data; back up a PostgreSQL database with pg_dump"),
+        (["backup", "DIR2", "--data-dir", "DIR", "--database-pool", "2"], "unknown option '--database-pool' for backup"),
+        (["backup", "DIR2", "--data-dir", "DIR", "--header-timeout", "5"], "unknown option '--header-timeout' for backup"),
     ]
+
+    /// A PostgreSQL URL that reaches no server: a line wrongly accepted
+    /// fails to connect instead of touching a real cluster.
+    static let nowhere = "postgresql:///expenses?host=/nonexistent"
 
     /// Each case runs with `DIR` (and `DIR2`) in a temporary folder, and
     /// `serve` on a port of its own unless the case is about `--listen`: a
@@ -90,6 +162,9 @@ import Testing
         }
         let result = try runCommand(binary, arguments, timeout: 20)
         #expect(!FileManager.default.fileExists(atPath: directory.at("data")), "\(arguments)")
+        #expect(!FileManager.default.fileExists(atPath: directory.at("data2")), "\(arguments)")
+        // A password given in a URL is never repeated.
+        #expect(!result.stderr.contains("secret-password"), "\(arguments): \(result.stderr)")
         #expect(result.status == 64, "\(arguments)")
         let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 3 && lines[2].isEmpty, "\(arguments): \(result.stderr)")
@@ -171,9 +246,8 @@ import Testing
         #expect(again.stdout.isEmpty)
     }
 
-    @Test(arguments: [SIGTERM, SIGINT])
-    func signal_stopsGracefullyWithExit0(_ signal: Int32) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, [SIGTERM, SIGINT]) func signal_stopsGracefullyWithExit0(_ engine: StorageEngine, _ signal: Int32) throws {
+        let server = try TestServer(engine)
         #expect(try server.create(key: TestServer.key()).status == 201)
         server.process.child.signal(signal)
         #expect(server.process.child.waitForExit(timeout: 20) == 0)
@@ -182,14 +256,16 @@ import Testing
         #expect(log.hasSuffix("expense-server: stopped\n"))
     }
 
-    @Test func listeningLine_isExactlyAsDocumented() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func listeningLine_isExactlyAsDocumented(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let lines = server.process.child.standardError.split(separator: "\n")
         #expect(lines.contains("expense-server: listening on 127.0.0.1:\(server.port)"))
     }
 
-    @Test func portInUse_exits1WithTheReason() throws {
-        let first = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func portInUse_exits1WithTheReason(_ engine: StorageEngine) throws {
+        let first = try TestServer(engine)
         let directory = TemporaryDirectory()
         let result = try runCommand(binary, ["serve", "--listen", "127.0.0.1:\(first.port)", "--data-dir", directory.at("data")])
         #expect(result.status == 1)

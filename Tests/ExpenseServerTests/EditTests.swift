@@ -8,8 +8,9 @@ import Testing
         try #require(try server.create(key: TestServer.key(), body).transactionID)
     }
 
-    @Test func currentBaseVersion_appliesEveryFieldAndBumpsTheVersion() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func currentBaseVersion_appliesEveryFieldAndBumpsTheVersion(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let before = try server.get("/v1/expenses/\(id)").expense
         let response = try server.patch(id, key: TestServer.key(), """
@@ -30,8 +31,9 @@ import Testing
         #expect(try server.get("/v1/expenses/\(id)").body == response.body)
     }
 
-    @Test func olderBaseVersion_lastWriterWinsForSafeFields() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func olderBaseVersion_lastWriterWinsForSafeFields(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"comment": "device A"}}"#).status == 200)
         // Device B edits from version 1 too.
@@ -49,8 +51,9 @@ import Testing
         #expect(e["conflict"] as? Bool == false)
     }
 
-    @Test func olderBaseVersion_keepsTheServersCurrencyAndTaxTag_andRecordsTheConflict() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func olderBaseVersion_keepsTheServersCurrencyAndTaxTag_andRecordsTheConflict(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"tax_tag": "T1"}}"#).status == 200)
         let stale = try server.patch(id, key: TestServer.key(), """
@@ -69,8 +72,9 @@ import Testing
         #expect(conflicts.count == 2)
     }
 
-    @Test func olderBaseVersion_sameValueAsTheServer_isNoConflict() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func olderBaseVersion_sameValueAsTheServer_isNoConflict(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"comment": "x"}}"#).status == 200)
         let stale = try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"currency": "EUR"}}"#)
@@ -78,8 +82,9 @@ import Testing
         #expect((stale.expense["conflicts"] as? [String: Any])?.isEmpty == true)
     }
 
-    @Test func olderBaseVersion_amountTheKeptCurrencyCannotHold_isHeldBackToo() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func olderBaseVersion_amountTheKeptCurrencyCannotHold_isHeldBackToo(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server, #"{"merchant": "Sushi", "amount": "1500", "currency": "JPY", "date": "2026-11-29"}"#)
         #expect(try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"comment": "x"}}"#).status == 200)
         let stale = try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"currency": "USD", "amount": "12.50"}}"#)
@@ -92,8 +97,9 @@ import Testing
         #expect(conflicts["amount"] == ["server": "1500", "client": "12.50"])
     }
 
-    @Test func editFromTheCurrentVersion_resolvesTheConflictOfTheFieldsItSets() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func editFromTheCurrentVersion_resolvesTheConflictOfTheFieldsItSets(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"comment": "x"}}"#).status == 200)
         let stale = try server.patch(id, key: TestServer.key(), #"{"base_version": 1, "set": {"currency": "USD", "tax_tag": "T"}}"#)
@@ -109,8 +115,9 @@ import Testing
         #expect(done.expense["version"] as? Int == 5)
     }
 
-    @Test func newerBaseVersion_is400() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func newerBaseVersion_is400(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let response = try server.patch(id, key: TestServer.key(), #"{"base_version": 7, "set": {"comment": "x"}}"#)
         #expect(response.status == 400)
@@ -118,7 +125,7 @@ import Testing
         #expect((response.json?["error"] as? [String: Any])?["field"] as? String == "base_version")
     }
 
-    @Test(arguments: [
+    @Test(arguments: StorageEngine.allCases, [
         (#"{"set": {"comment": "x"}}"#, "base_version"),
         (#"{"base_version": "1", "set": {}}"#, "base_version"),
         (#"{"base_version": 0, "set": {}}"#, "base_version"),
@@ -133,8 +140,9 @@ import Testing
         (#"{"base_version": 1, "set": {"merchant": ""}}"#, "set.merchant"),
         (#"{"base_version": 1, "set": {"currency": null}}"#, "amount"),
     ])
-    func invalidEdit_is400NamingTheField(_ body: String, _ field: String) throws {
-        let server = try TestServer()
+    func invalidEdit_is400NamingTheField(_ engine: StorageEngine, _ edit: (body: String, field: String)) throws {
+        let (body, field) = edit
+        let server = try TestServer(engine)
         let id = try expense(server)
         let response = try server.patch(id, key: TestServer.key(), body)
         #expect(response.status == 400, "\(body)")
@@ -143,8 +151,9 @@ import Testing
         #expect(try server.get("/v1/expenses/\(id)").expense["version"] as? Int == 1)
     }
 
-    @Test func unknownOrDeleted_is404Or410() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func unknownOrDeleted_is404Or410(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let unknown = try server.patch("cp-00000000000000000000ff", key: TestServer.key(), #"{"base_version": 1, "set": {}}"#)
         #expect(unknown.status == 404)
         #expect(unknown.errorCode == "expense_not_found")
@@ -157,8 +166,9 @@ import Testing
         #expect(gone.errorCode == "expense_deleted")
     }
 
-    @Test func delete_leavesATombstoneAndDeletingAgainIsAReplay() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func delete_leavesATombstoneAndDeletingAgainIsAReplay(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let deleted = try server.delete(id, key: TestServer.key())
         #expect(deleted.status == 200)
@@ -176,8 +186,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func getOne_unknownIs404_andHEADHasNoBody() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func getOne_unknownIs404_andHEADHasNoBody(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         #expect(try server.get("/v1/expenses/cp-00000000000000000000ff").errorCode == "expense_not_found")
         let id = try expense(server)
         let connection = try server.connect()
@@ -188,8 +199,9 @@ import Testing
         #expect(try server.request(on: connection, "GET", "/v1/expenses/\(id)").transactionID == id)
     }
 
-    @Test func receiptOnlyCreate_storesNullFields_andTheyCanBeFilledLater() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func receiptOnlyCreate_storesNullFields_andTheyCanBeFilledLater(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let created = try server.create(key: TestServer.key(), #"{"device_id": "scanner-1"}"#)
         #expect(created.status == 201)
         for field in ["merchant", "amount", "currency", "date", "category", "comment"] {

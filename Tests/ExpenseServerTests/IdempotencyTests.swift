@@ -5,8 +5,9 @@ import Testing
 
 /// contract.md's idempotency table, row by row, against the running binary.
 @Suite struct IdempotencyTests {
-    @Test func firstRequest_creates201WithTheDerivedTransactionID() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func firstRequest_creates201WithTheDerivedTransactionID(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let response = try server.create(key: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e")
         #expect(response.status == 201)
         #expect(response.header("Location") == "/v1/expenses/cp-0206e11a39722b8b0b0d34")
@@ -28,8 +29,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func sameKeySameBody_replays200WithTheExpenseAsItIsNow() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameKeySameBody_replays200WithTheExpenseAsItIsNow(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         let first = try server.create(key: key)
         let id = try #require(first.transactionID)
@@ -46,8 +48,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func sameKeySameBodyInAnotherOrder_isStillAReplay() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameKeySameBodyInAnotherOrder_isStillAReplay(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         #expect(try server.create(key: key, #"{"merchant":"A","amount":"1.00","currency":"EUR","date":"2026-01-02"}"#).status == 201)
         let replay = try server.create(key: key, #"{ "date": "2026-01-02", "currency": "EUR",  "amount": "1.00", "merchant": "A" }"#, quoted: false)
@@ -55,8 +58,9 @@ import Testing
         #expect(replay.isReplay)
     }
 
-    @Test func sameKeyOtherBody_is422AndChangesNothing() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameKeyOtherBody_is422AndChangesNothing(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         let first = try server.create(key: key)
         let reused = try server.create(key: key, #"{"merchant": "Someone else", "amount": "99.00", "currency": "EUR", "date": "2026-11-29"}"#)
@@ -69,8 +73,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func sameKeyOnAnotherEndpoint_is422() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameKeyOnAnotherEndpoint_is422(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let createKey = TestServer.key()
         let id = try #require(try server.create(key: createKey).transactionID)
         let patchKey = TestServer.key()
@@ -84,8 +89,9 @@ import Testing
         #expect(try server.get("/v1/expenses/\(id)").expense["deleted"] as? Bool == false)
     }
 
-    @Test func sameKeyWhileTheFirstIsInProgress_is409ThenReplays() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameKeyWhileTheFirstIsInProgress_is409ThenReplays(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         let body = Array(TestServer.lunch.utf8)
         // The first create sends its headers and waits. "100 Continue" says
@@ -109,8 +115,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func receiptKeyWhileItsUploadIsInProgress_is409() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func receiptKeyWhileItsUploadIsInProgress_is409(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try #require(try server.create(key: TestServer.key()).transactionID)
         let key = TestServer.key()
         let bytes = TestServer.png(100_000)
@@ -136,12 +143,13 @@ import Testing
         let replay = try server.putReceipt(id, key: key, bytes: bytes)
         #expect(replay.status == 200)
         #expect(replay.isReplay)
-        #expect(server.files(in: "receipts").count == 1)
+        #expect(try server.storedReceiptCount() == 1)
     }
 
-    @Test func twoUsersWithTheSameKey_secondIs422AndSeesNothing() throws {
-        let server = try TestServer()
-        let bob = try ServerProcess.addUser("bob", dataDirectory: server.dataDirectory)
+    @Test(arguments: StorageEngine.allCases)
+    func twoUsersWithTheSameKey_secondIs422AndSeesNothing(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
+        let bob = try server.addUser("bob")
         let key = TestServer.key()
         let alices = try server.create(key: key)
         #expect(alices.status == 201)
@@ -164,9 +172,10 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func keysAreScopedPerUser_forEdits() throws {
-        let server = try TestServer()
-        let bob = try ServerProcess.addUser("bob", dataDirectory: server.dataDirectory)
+    @Test(arguments: StorageEngine.allCases)
+    func keysAreScopedPerUser_forEdits(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
+        let bob = try server.addUser("bob")
         let alices = try #require(try server.create(key: TestServer.key()).transactionID)
         let bobs = try #require(try server.create(key: TestServer.key(), auth: .token(bob)).transactionID)
         let key = TestServer.key()
@@ -177,7 +186,7 @@ import Testing
         #expect(!bobsPatch.isReplay)
     }
 
-    @Test(arguments: [
+    @Test(arguments: StorageEngine.allCases, [
         ("missing", nil as String?),
         ("empty", ""),
         ("not a uuid", "abc"),
@@ -185,8 +194,9 @@ import Testing
         ("braces", "{1b4e28ba-2fa1-11d2-883f-0000f87d3b6e}"),
         ("unterminated quote", "\"1b4e28ba-2fa1-11d2-883f-0000f87d3b6e"),
     ])
-    func missingOrMalformedKey_is400(_ name: String, _ key: String?) throws {
-        let server = try TestServer()
+    func missingOrMalformedKey_is400(_ engine: StorageEngine, _ header: (name: String, key: String?)) throws {
+        let (name, key) = header
+        let server = try TestServer(engine)
         var headers = [("Content-Type", "application/json")]
         if let key { headers.append(("Idempotency-Key", key)) }
         let response = try server.request("POST", "/v1/expenses", headers: headers, body: Array(TestServer.lunch.utf8))
@@ -195,8 +205,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 0)
     }
 
-    @Test func keyQuotedBareOrUppercase_isTheSameKey() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func keyQuotedBareOrUppercase_isTheSameKey(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         #expect(try server.create(key: key, quoted: true).status == 201)
         #expect(try server.create(key: key, quoted: false).status == 200)
@@ -204,8 +215,9 @@ import Testing
         #expect(try server.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
-    @Test func everyMutationNeedsAKey() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func everyMutationNeedsAKey(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try #require(try server.create(key: TestServer.key()).transactionID)
         let patch = try server.request("PATCH", "/v1/expenses/\(id)", headers: [("Content-Type", "application/json")],
                                        body: Array(#"{"base_version":1,"set":{}}"#.utf8))
@@ -217,8 +229,9 @@ import Testing
         #expect(put.errorCode == "idempotency_key_required")
     }
 
-    @Test func replaysOfEditDeleteAndReceipt_answer200WithTheExpenseAsItIsNow() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func replaysOfEditDeleteAndReceipt_answer200WithTheExpenseAsItIsNow(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try #require(try server.create(key: TestServer.key()).transactionID)
         let receiptKey = TestServer.key()
         let bytes = TestServer.png()

@@ -24,8 +24,9 @@ import Testing
                     next: try #require(json["next_cursor"] as? String), hasMore: try #require(json["has_more"] as? Bool))
     }
 
-    @Test func cursorPagingOver2500Expenses_returnsEachExactlyOnce() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func cursorPagingOver2500Expenses_returnsEachExactlyOnce(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let created = Mutex<[String]>([])
         let done = DispatchGroup()
         for worker in 0..<16 {
@@ -72,8 +73,9 @@ import Testing
         #expect(try page(server, limit: 1000).ids.count == 1000)
     }
 
-    @Test func changesAndTombstones_appearInTheFeedAfterTheCursor() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func changesAndTombstones_appearInTheFeedAfterTheCursor(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let a = try #require(try server.create(key: TestServer.key()).transactionID)
         let b = try #require(try server.create(key: TestServer.key()).transactionID)
         let c = try #require(try server.create(key: TestServer.key()).transactionID)
@@ -92,27 +94,28 @@ import Testing
         #expect(everything.ids == [b, a, c])
     }
 
-    @Test func theFeedIsPerUser() throws {
-        let server = try TestServer()
-        let bob = try ServerProcess.addUser("bob", dataDirectory: server.dataDirectory)
+    @Test(arguments: StorageEngine.allCases)
+    func theFeedIsPerUser(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
+        let bob = try server.addUser("bob")
         _ = try server.create(key: TestServer.key())
         let bobs = try #require(try server.create(key: TestServer.key(), auth: .token(bob)).transactionID)
         #expect(try page(server, auth: .token(bob)).ids == [bobs])
         #expect(try page(server).ids.count == 1)
     }
 
-    @Test(arguments: ["limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=10&limit=20",
-                      "since=abc", "since=c1-", "since=c1-01", "since=c2-5", "since=%ZZ", "since=c1-99999999999999999999"])
-    func badParameters_are400(_ query: String) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, ["limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=10&limit=20",
+                      "since=abc", "since=c1-", "since=c1-01", "since=c2-5", "since=%ZZ", "since=c1-99999999999999999999"]) func badParameters_are400(_ engine: StorageEngine, _ query: String) throws {
+        let server = try TestServer(engine)
         let response = try server.get("/v1/expenses?\(query)")
         #expect(response.status == 400, "\(query)")
         #expect(["invalid_parameter", "invalid_cursor"].contains(response.errorCode ?? ""), "\(query): \(response.text)")
         #expect(response.isJSONError)
     }
 
-    @Test func emptySinceAndUnknownParameters_areIgnored() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func emptySinceAndUnknownParameters_areIgnored(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         _ = try server.create(key: TestServer.key())
         #expect(try page(server, since: "").ids.count == 1)
         #expect(try server.get("/v1/expenses?foo=bar&since=").status == 200)

@@ -2,6 +2,7 @@ import ExpenseCore
 import Foundation
 import Testing
 @testable import ExpenseServer
+@testable import ServerAPI
 
 /// The server's parsers and policies, in process, without a socket.
 @Suite struct ParsingTests {
@@ -150,7 +151,7 @@ import Testing
         #expect(c.faults.seed == 7)
         #expect(c.connectionTimeoutSeconds == 5)
         #expect(c.requestTimeoutSeconds == 300)
-        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", dataDirectory: "/d"))
+        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--data-dir", "/d", "--data-dir", "/e"]) }
     }
 }

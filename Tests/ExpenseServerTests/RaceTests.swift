@@ -47,8 +47,9 @@ import Testing
         #expect(bodies.first.map { String(decoding: $0, as: UTF8.self).contains("\"version\":1") } == true)
     }
 
-    @Test func fiftyConcurrentCreatesWithOneKey_makeExactlyOneExpense() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func fiftyConcurrentCreatesWithOneKey_makeExactlyOneExpense(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let key = TestServer.key()
         let responses = try race(count: 50, ports: [server.port], token: server.token, key: key, body: Array(TestServer.lunch.utf8))
         try check(responses, count: 50)
@@ -59,10 +60,11 @@ import Testing
         #expect(after.isReplay)
     }
 
-    @Test func concurrentCreatesOnTwoServerProcesses_makeExactlyOneExpense() throws {
-        let first = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func concurrentCreatesOnTwoServerProcesses_makeExactlyOneExpense(_ engine: StorageEngine) throws {
+        let first = try TestServer(engine)
         // A second process on the same data directory and database.
-        let second = try ServerProcess(dataDirectory: first.dataDirectory, outputDirectory: first.directory.path, token: first.token)
+        let second = try first.anotherProcess()
         let key = TestServer.key()
         let responses = try race(count: 40, ports: [first.port, second.port], token: first.token, key: key,
                                  body: Array(TestServer.lunch.utf8))
@@ -71,8 +73,9 @@ import Testing
         #expect(try first.scalar("SELECT count(*) FROM idempotency_keys") == 1)
     }
 
-    @Test func manyDistinctCreatesAtOnce_allCommitOnce() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func manyDistinctCreatesAtOnce_allCommitOnce(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let keys = (0..<64).map { _ in TestServer.key() }
         let statuses = Mutex<[Int]>([])
         let done = DispatchGroup()

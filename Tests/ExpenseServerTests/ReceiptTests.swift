@@ -9,8 +9,9 @@ import Testing
         try #require(try server.create(key: TestServer.key()).transactionID)
     }
 
-    @Test func rightDigest_storesIdenticalBytesAndServesThemBack() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func rightDigest_storesIdenticalBytesAndServesThemBack(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let bytes = TestServer.png(3 << 20, seed: 7)
         let put = try server.putReceipt(id, key: TestServer.key(), bytes: bytes)
@@ -26,17 +27,15 @@ import Testing
         #expect(get.header("Repr-Digest") == TestServer.digest(of: bytes))
         #expect(SHA256.hash(get.body) == SHA256.hash(bytes))
         #expect(get.body.count == bytes.count)
-        // The bytes on disk, too.
-        let files = server.files(in: "receipts")
-        #expect(files.count == 1)
-        let onDisk = try #require(FileManager.default.contents(atPath: "\(server.dataDirectory)/receipts/\(files[0])"))
-        #expect(SHA256.hash(Array(onDisk)) == SHA256.hash(bytes))
-        #expect(server.files(in: "tmp").isEmpty)
+        // The bytes as stored, too.
+        #expect(try server.storage.storedReceiptDigests() == [Hex.encode(SHA256.hash(bytes))])
+        #expect(server.stagedUploads.isEmpty)
     }
 
-    @Test(arguments: [("image/jpeg", [0xFF, 0xD8, 0xFF, 0xE0] as [UInt8]), ("application/pdf", Array("%PDF-1.7\n".utf8))])
-    func otherKinds_areAcceptedWithTheirContentType(_ type: String, _ magic: [UInt8]) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, [("image/jpeg", [0xFF, 0xD8, 0xFF, 0xE0] as [UInt8]), ("application/pdf", Array("%PDF-1.7\n".utf8))])
+    func otherKinds_areAcceptedWithTheirContentType(_ engine: StorageEngine, _ kind: (type: String, magic: [UInt8])) throws {
+        let (type, magic) = kind
+        let server = try TestServer(engine)
         let id = try expense(server)
         let bytes = magic + Array(repeating: 0x41, count: 500)
         #expect(try server.putReceipt(id, key: TestServer.key(), bytes: bytes, contentType: type).status == 200)
@@ -45,8 +44,9 @@ import Testing
         #expect(get.body == bytes)
     }
 
-    @Test func wrongDigest_is400AndStoresNothing() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func wrongDigest_is400AndStoresNothing(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let bytes = TestServer.png(200_000)
         let wrong = TestServer.digest(of: bytes.dropLast() + [0])
@@ -54,17 +54,16 @@ import Testing
         #expect(put.status == 400)
         #expect(put.errorCode == "digest_mismatch")
         #expect(put.isJSONError)
-        #expect(server.files(in: "receipts").isEmpty)
-        #expect(server.files(in: "tmp").isEmpty)
+        #expect(try server.storedReceiptCount() == 0)
+        #expect(server.stagedUploads.isEmpty)
         let now = try server.get("/v1/expenses/\(id)")
         #expect(now.expense["receipt_url"] is NSNull)
         #expect(now.expense["version"] as? Int == 1)
         #expect(try server.get("/v1/expenses/\(id)/receipt").errorCode == "receipt_not_found")
     }
 
-    @Test(arguments: ["", "sha-256=abc", "sha-256=:bm90IDMyIGJ5dGVz:", "sha-512=:AAAA:", "md5=:AAAA:"])
-    func missingOrMalformedDigest_is400(_ header: String) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, ["", "sha-256=abc", "sha-256=:bm90IDMyIGJ5dGVz:", "sha-512=:AAAA:", "md5=:AAAA:"]) func missingOrMalformedDigest_is400(_ engine: StorageEngine, _ header: String) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         var headers = [("Content-Type", "image/png"), ("Idempotency-Key", TestServer.key())]
         if !header.isEmpty { headers.append(("Repr-Digest", header)) }
@@ -73,9 +72,10 @@ import Testing
         #expect(put.errorCode == "digest_required")
     }
 
-    @Test func oversize_is413BeforeTheBodyIsRead_andNeverBuffered() throws {
+    @Test(arguments: StorageEngine.allCases)
+    func oversize_is413BeforeTheBodyIsRead_andNeverBuffered(_ engine: StorageEngine) throws {
         let limit = 1 << 20
-        let server = try TestServer(["--receipt-max-bytes", "\(limit)"])
+        let server = try TestServer(engine, ["--receipt-max-bytes", "\(limit)"])
         let id = try expense(server)
         let baseline = try Self.peakResidentKiB(server.process.child.pid)
         let size = 64 << 20
@@ -102,12 +102,13 @@ import Testing
         #expect(sent < size)
         let peak = try Self.peakResidentKiB(server.process.child.pid)
         #expect(peak - baseline < 16 << 10, "peak RSS grew from \(baseline) KiB to \(peak) KiB")
-        #expect(server.files(in: "tmp").isEmpty)
+        #expect(server.stagedUploads.isEmpty)
         #expect(server.isHealthy)
     }
 
-    @Test func overTheDefaultLimit_is413WithTheLimitInTheMessage() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func overTheDefaultLimit_is413WithTheLimitInTheMessage(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let connection = try server.connect()
         try connection.send(HTTPConnection.encode("PUT", "/v1/expenses/\(id)/receipt", headers: [
@@ -119,8 +120,9 @@ import Testing
         #expect(response.text.contains("26214400 bytes (25 MiB)"))
     }
 
-    @Test func wrongMagic_is415AndStoresNothing() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func wrongMagic_is415AndStoresNothing(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let png = TestServer.png(50_000)
         let asJPEG = try server.putReceipt(id, key: TestServer.key(), bytes: png, contentType: "image/jpeg")
@@ -130,22 +132,22 @@ import Testing
         #expect(try server.putReceipt(id, key: TestServer.key(), bytes: text).status == 415)
         let empty = try server.putReceipt(id, key: TestServer.key(), bytes: [])
         #expect(empty.status == 415)
-        #expect(server.files(in: "receipts").isEmpty)
-        #expect(server.files(in: "tmp").isEmpty)
+        #expect(try server.storedReceiptCount() == 0)
+        #expect(server.stagedUploads.isEmpty)
         #expect(try server.get("/v1/expenses/\(id)").expense["version"] as? Int == 1)
     }
 
-    @Test(arguments: ["image/gif", "text/plain", "application/octet-stream", ""])
-    func otherContentTypes_are415(_ type: String) throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases, ["image/gif", "text/plain", "application/octet-stream", ""]) func otherContentTypes_are415(_ engine: StorageEngine, _ type: String) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let response = try server.putReceipt(id, key: TestServer.key(), bytes: TestServer.png(), contentType: type)
         #expect(response.status == 415)
         #expect(response.errorCode == "unsupported_media_type")
     }
 
-    @Test func beforeTheCreate_is404WithoutReadingTheBody() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func beforeTheCreate_is404WithoutReadingTheBody(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let connection = try server.connect()
         try connection.send(HTTPConnection.encode("PUT", "/v1/expenses/cp-0206e11a39722b8b0b0d34/receipt", headers: [
             ("Authorization", "Bearer \(server.token)"), ("Content-Type", "image/png"), ("Idempotency-Key", TestServer.key()),
@@ -156,18 +158,20 @@ import Testing
         #expect(response.errorCode == "expense_not_found")
     }
 
-    @Test func afterADelete_is410() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func afterADelete_is410(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.delete(id, key: TestServer.key()).status == 200)
         let put = try server.putReceipt(id, key: TestServer.key(), bytes: TestServer.png())
         #expect(put.status == 410)
         #expect(put.errorCode == "expense_deleted")
-        #expect(server.files(in: "receipts").isEmpty)
+        #expect(try server.storedReceiptCount() == 0)
     }
 
-    @Test func sameBytesAgain_isAReplayAndNothingIsDuplicated() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func sameBytesAgain_isAReplayAndNothingIsDuplicated(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let bytes = TestServer.png(10_000)
         #expect(try server.putReceipt(id, key: TestServer.key(), bytes: bytes).status == 200)
@@ -176,26 +180,28 @@ import Testing
         #expect(again.status == 200)
         #expect(again.isReplay)
         #expect(again.expense["version"] as? Int == 2)
-        #expect(server.files(in: "receipts").count == 1)
+        #expect(try server.storedReceiptCount() == 1)
     }
 
-    @Test func otherBytes_replaceTheReceiptAndTheOldFileGoes() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func otherBytes_replaceTheReceiptAndTheOldFileGoes(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         #expect(try server.putReceipt(id, key: TestServer.key(), bytes: TestServer.png(1000, seed: 1)).status == 200)
-        let first = server.files(in: "receipts")
+        let first = try server.storage.storedReceiptDigests()
         let newer = TestServer.png(2000, seed: 2)
         let put = try server.putReceipt(id, key: TestServer.key(), bytes: newer)
         #expect(put.status == 200)
         #expect(put.expense["version"] as? Int == 3)
-        let now = server.files(in: "receipts")
+        let now = try server.storage.storedReceiptDigests()
         #expect(now.count == 1)
         #expect(now != first)
         #expect(try server.get("/v1/expenses/\(id)/receipt").body == newer)
     }
 
-    @Test func withoutContentLength_is411() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func withoutContentLength_is411(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let connection = try server.connect()
         try connection.send(HTTPConnection.encode("PUT", "/v1/expenses/\(id)/receipt", headers: [
@@ -213,11 +219,12 @@ import Testing
             ("Repr-Digest", TestServer.digest(of: TestServer.png())), ("Content-Length", "16"), ("Transfer-Encoding", "chunked"),
         ]))
         #expect(try both.readResponse(method: "PUT").status == 411)
-        #expect(server.files(in: "tmp").isEmpty)
+        #expect(server.stagedUploads.isEmpty)
     }
 
-    @Test func uploadCutShort_leavesNoFileAndNoChange() throws {
-        let server = try TestServer()
+    @Test(arguments: StorageEngine.allCases)
+    func uploadCutShort_leavesNoFileAndNoChange(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
         let id = try expense(server)
         let bytes = TestServer.png(500_000)
         do {
@@ -226,18 +233,19 @@ import Testing
                 ("Authorization", "Bearer \(server.token)"), ("Content-Type", "image/png"), ("Idempotency-Key", TestServer.key()),
                 ("Repr-Digest", TestServer.digest(of: bytes)), ("Content-Length", "\(bytes.count)"),
             ]) + bytes.prefix(200_000))
-            try waitUntil(timeout: 10, "the upload to reach the disk") { !server.files(in: "tmp").isEmpty }
+            try waitUntil(timeout: 10, "the upload to reach the disk") { !server.stagedUploads.isEmpty }
         }
         // The connection is gone: the temporary file goes with it.
-        try waitUntil(timeout: 10, "the temporary file to be removed") { server.files(in: "tmp").isEmpty }
-        #expect(server.files(in: "receipts").isEmpty)
+        try waitUntil(timeout: 10, "the temporary file to be removed") { server.stagedUploads.isEmpty }
+        #expect(try server.storedReceiptCount() == 0)
         #expect(try server.get("/v1/expenses/\(id)").expense["version"] as? Int == 1)
         #expect(server.isHealthy)
     }
 
-    @Test func receiptOfAnotherUser_orOfNone_is404() throws {
-        let server = try TestServer()
-        let bob = try ServerProcess.addUser("bob", dataDirectory: server.dataDirectory)
+    @Test(arguments: StorageEngine.allCases)
+    func receiptOfAnotherUser_orOfNone_is404(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
+        let bob = try server.addUser("bob")
         let id = try expense(server)
         #expect(try server.get("/v1/expenses/\(id)/receipt").errorCode == "receipt_not_found")
         #expect(try server.putReceipt(id, key: TestServer.key(), bytes: TestServer.png()).status == 200)

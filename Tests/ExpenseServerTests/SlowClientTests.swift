@@ -5,8 +5,9 @@ import Testing
 /// Slow and idle clients against a live server: the silence, head and body
 /// timeouts, and the connection limit, with other clients served throughout.
 @Suite struct SlowClientTests {
-    @Test func trickledHeads_areClosedAtTheHeadDeadline_whileOthersAreServed() throws {
-        let server = try TestServer(["--header-timeout", "2", "--connection-timeout", "30"])
+    @Test(arguments: StorageEngine.allCases)
+    func trickledHeads_areClosedAtTheHeadDeadline_whileOthersAreServed(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--header-timeout", "2", "--connection-timeout", "30"])
         // A keep-alive connection idle after its answer waits for its next head.
         let idle = try server.connect()
         #expect(try server.request(on: idle, "GET", "/healthz", auth: .none).status == 200)
@@ -47,8 +48,9 @@ import Testing
         #expect(server.isHealthy)
     }
 
-    @Test func slowClientsOverTheConnectionLimit_cannotStarveOthers() throws {
-        let server = try TestServer(["--max-connections", "8", "--header-timeout", "2"])
+    @Test(arguments: StorageEngine.allCases)
+    func slowClientsOverTheConnectionLimit_cannotStarveOthers(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--max-connections", "8", "--header-timeout", "2"])
         // Twice as many as there are slots, each coming back a second after
         // it was closed.
         let tricklers = (0..<16).map { _ in Trickler(port: server.port, reconnectAfter: 1) }
@@ -72,8 +74,9 @@ import Testing
         #expect(server.isHealthy)
     }
 
-    @Test func atTheConnectionLimit_busyConnectionsKeepTheirSlot_andAnIdleOneMakesRoom() throws {
-        let server = try TestServer(["--max-connections", "4"])
+    @Test(arguments: StorageEngine.allCases)
+    func atTheConnectionLimit_busyConnectionsKeepTheirSlot_andAnIdleOneMakesRoom(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--max-connections", "4"])
         // Heads complete (100 Continue says the server read them), bodies pending.
         let held = try (0..<4).map { _ in try server.connect() }
         for connection in held {
@@ -98,10 +101,11 @@ import Testing
         }
     }
 
-    @Test func silentClient_isDisconnectedAfterTheConnectionTimeout() throws {
+    @Test(arguments: StorageEngine.allCases)
+    func silentClient_isDisconnectedAfterTheConnectionTimeout(_ engine: StorageEngine) throws {
         // A head deadline far away, so that only silence can close them:
         // no bound on how long the closing took is needed (or timed).
-        let server = try TestServer(["--connection-timeout", "1", "--header-timeout", "3600"])
+        let server = try TestServer(engine, ["--connection-timeout", "1", "--header-timeout", "3600"])
         let idle = try server.connect()
         let partial = try server.connect()
         try partial.send("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthor")
@@ -110,8 +114,9 @@ import Testing
         #expect(server.isHealthy)
     }
 
-    @Test func slowBody_isCutOffAtTheRequestTimeout() throws {
-        let server = try TestServer(["--request-timeout", "1", "--connection-timeout", "5"])
+    @Test(arguments: StorageEngine.allCases)
+    func slowBody_isCutOffAtTheRequestTimeout(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine, ["--request-timeout", "1", "--connection-timeout", "5"])
         let connection = try server.connect()
         let body = Array(TestServer.lunch.utf8)
         try connection.send(HTTPConnection.encode("POST", "/v1/expenses", headers: [

@@ -3,24 +3,40 @@ import ExpenseCore
 import ExpenseTestSupport
 import Foundation
 import Testing
-@testable import ExpenseServer
+import PostgresStorage
+@testable import ServerAccounts
+@testable import ServerAPI
+import ServerStorage
+@testable import SQLiteStorage
 
-/// The store in process, on a real SQLite file in a temporary directory.
+/// The store in process, on a real SQLite file in a temporary directory,
+/// and on a real PostgreSQL database of the tests' own cluster.
 @Suite struct StoreTests {
     private func operation(_ user: Int64, _ key: String, body: String = "{}") -> IdempotentOperation {
         IdempotentOperation(user: user, key: key, method: "POST", path: "/v1/expenses", bodyDigest: SHA256.hash(Array(body.utf8)))
     }
 
-    private func makeStore() throws -> (ExpenseStore, TemporaryDirectory, alice: Int64, bob: Int64) {
-        let directory = TemporaryDirectory()
-        let store = try ExpenseStore(directory: directory.at("data"))
-        let alice = try #require(try store.user(forToken: try store.addUser(named: "alice")))
-        let bob = try #require(try store.user(forToken: try store.addUser(named: "bob")))
-        return (store, directory, alice, bob)
+    /// A store on `engine` in `directory`, and the view of its data from outside.
+    static func open(_ engine: StorageEngine, in directory: TemporaryDirectory) throws -> (any ExpenseStorage, StorageFixture) {
+        let fixture = try StorageFixture(engine, dataDirectory: directory.at("data"))
+        guard let url = fixture.database else { return (try SQLiteStore(directory: fixture.dataDirectory), fixture) }
+        var options = PostgresStore.Options()
+        options.stagingDirectory = "\(fixture.dataDirectory)/tmp"
+        return (try PostgresStore(url: url, options: options), fixture)
     }
 
-    @Test func afterIdempotencyRecordsExpire_aCreateRetryStillReplaysThroughTheUniqueID() throws {
-        let (store, _, alice, bob) = try makeStore()
+    private func makeStore(_ engine: StorageEngine) throws -> (any ExpenseStorage, Accounts, TemporaryDirectory, alice: Int64, bob: Int64) {
+        let directory = TemporaryDirectory()
+        let store = try Self.open(engine, in: directory).0
+        let accounts = Accounts(store)
+        let alice = try #require(try accounts.user(forToken: try accounts.add(named: "alice")))
+        let bob = try #require(try accounts.user(forToken: try accounts.add(named: "bob")))
+        return (store, accounts, directory, alice, bob)
+    }
+
+    @Test(arguments: StorageEngine.allCases)
+    func afterIdempotencyRecordsExpire_aCreateRetryStillReplaysThroughTheUniqueID(_ engine: StorageEngine) throws {
+        let (store, _, _, alice, bob) = try makeStore(engine)
         let key = ClientID.make()
         let request = try CreateRequest(["merchant": "A"])
         guard case .created(let created) = try store.create(operation(alice, key), request) else { Issue.record("not created"); return }
@@ -28,25 +44,27 @@ import Testing
         guard case .replayed(let replayed) = try store.create(operation(alice, key), request) else { Issue.record("not a replay"); return }
         #expect(replayed == created)
         // The record is back, so a different body with the key is caught again.
-        #expect(throws: APIError.self) { try store.create(operation(alice, key, body: "{\"x\":1}"), request) }
+        #expect(throws: StorageError.self) { try store.create(operation(alice, key, body: "{\"x\":1}"), request) }
         // And the key still never reaches another user's expense.
-        #expect(throws: APIError.self) { try store.create(operation(bob, key), request) }
+        #expect(throws: StorageError.self) { try store.create(operation(bob, key), request) }
     }
 
-    @Test func purge_keepsRecordsYoungerThanTheRetention() throws {
-        let (store, _, alice, _) = try makeStore()
+    @Test(arguments: StorageEngine.allCases)
+    func purge_keepsRecordsYoungerThanTheRetention(_ engine: StorageEngine) throws {
+        let (store, _, _, alice, _) = try makeStore(engine)
         _ = try store.create(operation(alice, ClientID.make()), try CreateRequest([:]))
         #expect(try store.purgeIdempotencyRecords(retentionMilliseconds: 24 * 3_600_000) == 0)
     }
 
-    @Test func users_tokensAreDistinctAndOnlyTheirHashIsKept() throws {
-        let (store, directory, alice, bob) = try makeStore()
+    @Test(arguments: StorageEngine.allCases)
+    func users_tokensAreDistinctAndOnlyTheirHashIsKept(_ engine: StorageEngine) throws {
+        let (_, accounts, directory, alice, bob) = try makeStore(engine)
         #expect(alice != bob)
-        #expect(try store.user(forToken: "esk_nobody") == nil)
-        #expect(throws: UserError.self) { try store.addUser(named: "alice") }
-        #expect(throws: UserError.self) { try store.addUser(named: "") }
-        #expect(throws: UserError.self) { try store.addUser(named: "a/b") }
-        #expect(try store.users().map(\.name) == ["alice", "bob"])
+        #expect(try accounts.user(forToken: "esk_nobody") == nil)
+        #expect(throws: UserError.self) { try accounts.add(named: "alice") }
+        #expect(throws: UserError.self) { try accounts.add(named: "") }
+        #expect(throws: UserError.self) { try accounts.add(named: "a/b") }
+        #expect(try accounts.list().map(\.name) == ["alice", "bob"])
         _ = directory
     }
 
@@ -62,19 +80,21 @@ import Testing
 
     @Test func sweep_removesOnlyOldUnreferencedFilesOfOurs() throws {
         let directory = TemporaryDirectory()
-        let files = try ReceiptFiles(dataDirectory: directory.path)
+        let files = try ReceiptFiles(directory: directory.at("receipts"))
+        let staging = try UploadStaging(directory: directory.at("tmp"))
         let manager = FileManager.default
         for name in ["cp-0000000000000000000000-aa.png", "cp-1111111111111111111111-bb.png", "cp-2222222222222222222222-cc.png", "README"] {
             #expect(manager.createFile(atPath: "\(files.directory)/\(name)", contents: Data([1])))
         }
-        #expect(manager.createFile(atPath: "\(files.temporaryDirectory)/abc.part", contents: Data([1])))
+        #expect(manager.createFile(atPath: "\(staging.directory)/abc.part", contents: Data([1])))
         let old = Date().addingTimeInterval(-3600)
         for name in ["cp-0000000000000000000000-aa.png", "cp-1111111111111111111111-bb.png", "README"] {
             try manager.setAttributes([.modificationDate: old], ofItemAtPath: "\(files.directory)/\(name)")
         }
-        try manager.setAttributes([.modificationDate: old], ofItemAtPath: "\(files.temporaryDirectory)/abc.part")
+        try manager.setAttributes([.modificationDate: old], ofItemAtPath: "\(staging.directory)/abc.part")
         let now = Int64(Date().timeIntervalSince1970 * 1e9)
-        let removed = try files.sweep(referenced: ["cp-0000000000000000000000-aa.png"], graceNanoseconds: 600_000_000_000, now: now)
+        let removed = try staging.sweep(graceNanoseconds: 600_000_000_000, now: now)
+            + files.sweep(referenced: ["cp-0000000000000000000000-aa.png"], graceNanoseconds: 600_000_000_000, now: now)
         #expect(Set(removed) == ["receipts/cp-1111111111111111111111-bb.png", "tmp/abc.part"])
         #expect(Set(try manager.contentsOfDirectory(atPath: files.directory))
                 == ["cp-0000000000000000000000-aa.png", "cp-2222222222222222222222-cc.png", "README"])
@@ -97,6 +117,6 @@ import Testing
         #expect(stale.fields.merchant == "N")
         #expect(stale.fields.amount == "2.00")
         #expect(stale.conflicts == ["currency": ConflictValues(server: "EUR", client: "USD"), "tax_tag": ConflictValues(server: "T", client: "U")])
-        #expect(throws: APIError.self) { try merge(#"{"base_version": 4, "set": {}}"#) }
+        #expect(throws: StorageError.self) { try merge(#"{"base_version": 4, "set": {}}"#) }
     }
 }

@@ -1,21 +1,35 @@
 import Digest
 import ExpenseTestSupport
 import Foundation
-import SQLite
 
-/// A live `expense-server` of one test's own: its own data directory, port
-/// and user, stopped by pid when the test ends.
+/// A live `expense-server` of one test's own: its own data directory (and
+/// PostgreSQL database), port and user, stopped by pid when the test ends.
 final class TestServer: @unchecked Sendable {
     let directory = TemporaryDirectory(prefix: "expense-server-test")
+    let storage: StorageFixture
     let process: ServerProcess
 
-    init(_ arguments: [String] = []) throws {
-        process = try ServerProcess(dataDirectory: directory.at("data"), arguments: arguments, outputDirectory: directory.path)
+    init(_ engine: StorageEngine, _ arguments: [String] = []) throws {
+        storage = try StorageFixture(engine, dataDirectory: directory.at("data"))
+        process = try ServerProcess(dataDirectory: storage.dataDirectory, database: storage.database, arguments: arguments,
+                                    outputDirectory: directory.path)
     }
 
     var token: String { process.token }
     var port: UInt16 { process.port }
     var dataDirectory: String { process.dataDirectory }
+    var engine: StorageEngine { storage.engine }
+
+    /// Adds a user to this server's data and returns its token.
+    func addUser(_ name: String) throws -> String {
+        try ServerProcess.addUser(name, dataDirectory: dataDirectory, database: storage.database)
+    }
+
+    /// Another server process on the same data (same directory, same database).
+    func anotherProcess(_ arguments: [String] = []) throws -> ServerProcess {
+        try ServerProcess(dataDirectory: dataDirectory, database: storage.database, arguments: arguments,
+                          outputDirectory: directory.path, token: token)
+    }
 
     /// Who a request claims to be.
     enum Auth {
@@ -71,21 +85,18 @@ final class TestServer: @unchecked Sendable {
         try request("GET", path, auth: auth)
     }
 
-    /// Runs a query against the server's database file (read-only, beside the live server).
+    /// Runs a query against the server's database, beside the live server.
     func scalar(_ sql: String) throws -> Int64? {
-        try Self.scalar(sql, dataDirectory: dataDirectory)
+        try storage.scalar(sql)
     }
 
-    static func scalar(_ sql: String, dataDirectory: String) throws -> Int64? {
-        let db = try Connection(path: "\(dataDirectory)/expense-server.db")
-        db.setBusyTimeout(milliseconds: 5000)
-        return try db.scalarInt(sql)
+    /// How many receipts are stored (files, or rows of the database).
+    func storedReceiptCount() throws -> Int {
+        try storage.storedReceiptDigests().count
     }
 
-    /// Names in a folder of the data directory.
-    func files(in folder: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "\(dataDirectory)/\(folder)")) ?? []).sorted()
-    }
+    /// Uploads left in the staging folder.
+    var stagedUploads: [String] { storage.stagedUploads }
 
     /// The server still answers `/healthz`.
     var isHealthy: Bool {

@@ -10,19 +10,25 @@ public final class ServerProcess: @unchecked Sendable {
     /// The bearer token of the user made at start.
     public let token: String
     public let executable: String
+    /// `--database`, when the server does not keep its data in SQLite.
+    public let database: String?
 
     /// Makes a user `alice` in `dataDirectory` (unless given the `token` of
     /// a user made before), then starts the server with
     /// `--listen 127.0.0.1:0` and `arguments`, and waits for its
     /// "listening on" line. Its output goes to files in `outputDirectory`
     /// (default: the data directory's parent).
-    /// - Parameter port: the port to listen on; 0 (the default) picks a free one.
-    public init(dataDirectory: String, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
+    /// - Parameters:
+    ///   - database: `--database` (a `postgresql://` URL), for both `user add` and `serve`.
+    ///   - port: the port to listen on; 0 (the default) picks a free one.
+    public init(dataDirectory: String, database: String? = nil, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
                 outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil, port requestedPort: UInt16 = 0) throws {
         self.executable = executable
         self.dataDirectory = dataDirectory
-        self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, executable: executable)
-        let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:\(requestedPort)", "--data-dir", dataDirectory] + arguments,
+        self.database = database
+        self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, database: database, executable: executable)
+        let storage = ["--data-dir", dataDirectory] + (database.map { ["--database", $0] } ?? [])
+        let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:\(requestedPort)"] + storage + arguments,
                                      environment: environment, outputDirectory: outputDirectory ?? URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path,
                                      name: "expense-server")
         self.child = child
@@ -38,8 +44,9 @@ public final class ServerProcess: @unchecked Sendable {
     deinit { child.stop() }
 
     /// Runs `expense-server user add NAME` and returns the token it printed.
-    public static func addUser(_ name: String, dataDirectory: String, executable: String = BuiltProducts.path("expense-server")) throws -> String {
-        let result = try runCommand(executable, ["user", "add", name, "--data-dir", dataDirectory])
+    public static func addUser(_ name: String, dataDirectory: String, database: String? = nil,
+                               executable: String = BuiltProducts.path("expense-server")) throws -> String {
+        let result = try runCommand(executable, ["user", "add", name, "--data-dir", dataDirectory] + (database.map { ["--database", $0] } ?? []))
         guard result.status == 0 else { throw TestFailure("user add \(name) failed (\(result.status)): \(result.stderr)") }
         return result.stdout.trimmingCharacters(in: .newlines)
     }

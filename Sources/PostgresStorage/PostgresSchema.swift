@@ -1,0 +1,80 @@
+import Postgres
+
+/// The server's schema in PostgreSQL, one migration per step. The server
+/// migrates at start (and `expense-server migrate`), under an advisory
+/// lock so that processes starting together take turns.
+enum PostgresSchema {
+    /// The advisory lock migrations take (any constant the server's other
+    /// locks, hashes of idempotency keys, are unlikely to meet).
+    static let migrationLock: Int64 = 0x6578_7065_6e73_6501
+    /// The first key of the two-key advisory locks that number a user's
+    /// changes (the second is the user's id). Two-key locks are a key space
+    /// apart from the one-key locks of migrations and claims.
+    static let changeLockSpace: Int32 = 0x4558_5045
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, sql: """
+            CREATE TABLE users (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                name text NOT NULL UNIQUE,
+                -- SHA-256 (hex) of the bearer token; the token itself is never stored.
+                token_hash text NOT NULL UNIQUE,
+                created_at text NOT NULL
+            );
+            -- Receipt bytes, in chunks of at most 256 KiB, written in the
+            -- transaction that points an expense at them.
+            CREATE TABLE receipts (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                size bigint NOT NULL
+            );
+            CREATE TABLE receipt_chunks (
+                receipt_id bigint NOT NULL REFERENCES receipts (id) ON DELETE CASCADE,
+                seq integer NOT NULL,
+                bytes bytea NOT NULL,
+                PRIMARY KEY (receipt_id, seq)
+            );
+            -- Images and PDFs are compressed already: store them as they are.
+            ALTER TABLE receipt_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL;
+            CREATE TABLE expenses (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                -- The only arbiter of duplicates (contract.md, "Identity").
+                transaction_id text NOT NULL UNIQUE,
+                user_id bigint NOT NULL REFERENCES users (id),
+                client_id text NOT NULL,
+                merchant text, amount text, currency text, date text,
+                category text, comment text, tax_tag text,
+                device_id text, device_seq bigint, created_at_device text,
+                receipt_id bigint REFERENCES receipts (id),
+                receipt_type text, receipt_sha256 text, receipt_size bigint,
+                assigned boolean NOT NULL DEFAULT false,
+                version integer NOT NULL,
+                created_at text NOT NULL,
+                updated_at text NOT NULL,
+                deleted boolean NOT NULL DEFAULT false,
+                -- JSON: field -> {"server": ..., "client": ...}
+                conflicts text NOT NULL DEFAULT '{}',
+                -- Position in the user's change feed (GET /v1/expenses?since=),
+                -- one past the user's last, under the user's advisory lock.
+                change_seq bigint NOT NULL,
+                UNIQUE (user_id, change_seq)
+            );
+            CREATE INDEX expenses_by_receipt ON expenses (receipt_id);
+            CREATE TABLE idempotency_keys (
+                user_id bigint NOT NULL REFERENCES users (id),
+                key text NOT NULL,
+                method text NOT NULL,
+                path text NOT NULL,
+                -- SHA-256 (hex) over method, path and the SHA-256 of the canonical body.
+                fingerprint text NOT NULL,
+                status integer NOT NULL,
+                transaction_id text NOT NULL,
+                created_at_ms bigint NOT NULL,
+                PRIMARY KEY (user_id, key)
+            );
+            CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at_ms);
+            """),
+    ]
+
+    /// The latest version this program knows.
+    static var version: Int { migrations.map(\.version).max() ?? 0 }
+}

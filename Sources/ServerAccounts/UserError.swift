@@ -1,0 +1,15 @@
+import ExpenseCore
+
+/// Why a user could not be added.
+public enum UserError: Error, CustomStringConvertible {
+    case invalidName(String)
+    case exists(String)
+
+    public var description: String {
+        switch self {
+        case .invalidName(let name):
+            "invalid user name \(LogText.quoted(name, limit: 64)): a user name is 1 to 64 of the ASCII letters A-Z and a-z, the digits 0-9, '.', '_', '-' and '@'"
+        case .exists(let name): "user '\(name)' already exists"
+        }
+    }
+}
