@@ -172,3 +172,24 @@ int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
 int cshims_o_path(void) {
     return O_PATH;
 }
+
+#include <spawn.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+
+int cshims_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int cshims_pidfd_open(pid_t pid) {
+    return pidfd_open(pid, 0);
+}
+
+void cshims_wait_status(int status, int *exit_status, int *signal) {
+    *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *signal = WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+}
+
+char **cshims_environ(void) {
+    return environ;
+}

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <spawn.h>
 
 /* Credentials of the peer of a connected Unix socket (SO_PEERCRED).
    Returns 0 or -1 with errno set. */
@@ -46,4 +47,23 @@ int cshims_eventfd(void);
 int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 /* O_PATH, which needs _GNU_SOURCE. */
 int cshims_o_path(void);
+
+/* posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34, _GNU_SOURCE):
+   the child closes every descriptor >= from, after the earlier actions.
+   Returns 0 or an errno value. */
+int cshims_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
+
+/* pidfd_open(2) (Linux 5.3, glibc 2.36): a close-on-exec descriptor for
+   the child pid that poll(2) reports readable once it has exited.
+   Returns it, or -1 with errno set. */
+int cshims_pidfd_open(pid_t pid);
+
+/* Decodes a wait(2) status with glibc's own macros: *exit_status is
+   WEXITSTATUS when WIFEXITED, else -1; *signal is WTERMSIG when
+   WIFSIGNALED, else -1. */
+void cshims_wait_status(int status, int *exit_status, int *signal);
+
+/* The process's environment (environ(7)), which <unistd.h> declares only
+   under _GNU_SOURCE. */
+char **cshims_environ(void);
 #endif
