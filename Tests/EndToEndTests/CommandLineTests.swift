@@ -12,7 +12,7 @@ import Testing
 
     /// Runs a bash script with the built expensectl as `$CTL` and the
     /// daemon's socket as `$SOCK`: the way to hand it bytes that are not
-    /// UTF-8, which Foundation's Process cannot.
+    /// UTF-8, which `runCommand` (String arguments) cannot.
     static func bash(_ script: String, _ daemon: DaemonHarness) throws -> CommandResult {
         try runCommand("/bin/bash", ["-c", script], environment: ["CTL": BuiltProducts.path("expensectl"), "SOCK": daemon.socketPath])
     }

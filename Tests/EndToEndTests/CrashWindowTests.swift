@@ -27,7 +27,7 @@ import Testing
         try sync.daemon.start()
         try then(sync)
         guard sync.daemon.process?.waitForExit(timeout: 20) != nil else { throw TestFailure("the daemon did not reach \(fault)") }
-        #expect(sync.daemon.process?.process.terminationReason == .uncaughtSignal, "killed by SIGKILL at \(fault)")
+        #expect(sync.daemon.process?.termination == .signaled(SIGKILL), "killed by SIGKILL at \(fault)")
         #expect(sync.daemon.log.contains("fault point \(fault.prefix { $0 != "@" })"))
         sync.daemon.environment["EXPENSED_FAULT"] = nil
     }

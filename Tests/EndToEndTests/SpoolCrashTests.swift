@@ -32,7 +32,7 @@ import Testing
             daemon.crash()
             throw TestFailure("the daemon did not reach \(point)")
         }
-        #expect(daemon.process?.process.terminationReason == .uncaughtSignal, "killed by SIGKILL at \(point)")
+        #expect(daemon.process?.termination == .signaled(SIGKILL), "killed by SIGKILL at \(point)")
         #expect(daemon.log.contains("fault point \(point)"))
         daemon.environment["EXPENSED_FAULT"] = nil
         return daemon

@@ -85,10 +85,10 @@ import Testing
                 let child = try daemon.launch()
                 daemon.environment["EXPENSED_FAULT"] = nil
                 if child.waitForExit(timeout: 0.3 + Double(random.next(2_700)) / 1000) != nil {
-                    if child.process.terminationReason == .uncaughtSignal && child.process.terminationStatus == SIGKILL {
+                    if child.termination == .signaled(SIGKILL) {
                         figures.killsAtFaultPoints += 1
                     } else {
-                        problems.append("armed at \(point), expensed exited with \(child.process.terminationStatus): \(Self.tail(child))")
+                        problems.append("armed at \(point), expensed \(child.termination?.description ?? "exited"): \(Self.tail(child))")
                     }
                 } else {
                     problems += Self.kill(daemon, "armed at \(point), not reached")
@@ -104,7 +104,7 @@ import Testing
                 }
                 // Running for a random while; it must not stop by itself.
                 if child.waitForExit(timeout: 0.05 + Double(random.next(2_000)) / 1000) != nil {
-                    problems.append("expensed exited by itself with \(child.process.terminationStatus): \(Self.tail(child))")
+                    problems.append("expensed exited by itself, \(child.termination?.description ?? "exited"): \(Self.tail(child))")
                 } else if random.chance(0.05) {
                     if daemon.stop(timeout: 60) != 0 { problems.append("a clean stop did not exit 0: \(Self.tail(child))") }
                     figures.cleanStops += 1
@@ -174,8 +174,8 @@ import Testing
         guard let child = daemon.process else { return [] }
         let wasRunning = child.isRunning
         daemon.crash()
-        if !wasRunning && !(child.process.terminationReason == .uncaughtSignal && child.process.terminationStatus == SIGKILL) {
-            return ["\(when): expensed had exited with \(child.process.terminationStatus) before the kill: \(tail(child))"]
+        if !wasRunning && child.termination != .signaled(SIGKILL) {
+            return ["\(when): expensed had \(child.termination?.description ?? "exited") before the kill: \(tail(child))"]
         }
         return []
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Posix
 
 /// Where `swift build` put the package's executables.
 public enum BuiltProducts {
@@ -29,83 +30,75 @@ public enum BuiltProducts {
 
 /// A child process started from a built executable, with its output going
 /// to files (a pipe that fills up would block it). Stopped by pid.
-public final class ChildProcess: @unchecked Sendable {
-    public let process: Process
+///
+/// Started with the Posix module's `Subprocess` (`posix_spawn(3)`), not
+/// Foundation's `Process`: on Swift 6.3.1 `Process.run()` over-reads a
+/// `dirent` while it lists `/proc/self/fd`, and crashed the test process
+/// (SIGSEGV in `memcpy`) when tests started commands in parallel.
+public final class ChildProcess: Sendable {
+    public let subprocess: Subprocess
     public let stdoutPath: String
     public let stderrPath: String
     public let name: String
 
     /// Starts `executable` with `arguments`; `environment` adds to (and
-    /// overrides) the test's own environment.
+    /// overrides) the test's own environment, less the variables through
+    /// which systemd would talk to a service (a test may itself run under
+    /// systemd). Standard input is `stdinPath`, or `/dev/null`.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
                 outputDirectory: String, name: String? = nil, stdinPath: String? = nil) throws {
         self.name = name ?? URL(fileURLWithPath: executable).lastPathComponent
         let stamp = UUID().uuidString.prefix(8)
         stdoutPath = "\(outputDirectory)/\(self.name)-\(stamp).out"
         stderrPath = "\(outputDirectory)/\(self.name)-\(stamp).err"
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        let output = try FileDescriptor.open(stdoutPath, [.writeOnly, .create, .truncate], mode: 0o644)
+        let errors = try FileDescriptor.open(stderrPath, [.writeOnly, .create, .truncate], mode: 0o644)
+        let input: Subprocess.Redirection = try stdinPath.map { .descriptor(try FileDescriptor.open($0, [.readOnly])) } ?? .nullDevice
         var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "NOTIFY_SOCKET")
-        env.removeValue(forKey: "JOURNAL_STREAM")
-        env.removeValue(forKey: "LISTEN_FDS")
-        env.removeValue(forKey: "LISTEN_PID")
-        env.removeValue(forKey: "WATCHDOG_USEC")
+        for name in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC"] { env.removeValue(forKey: name) }
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        process.standardInput = stdinPath.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
-        try process.run()
+        subprocess = try Subprocess(executable, arguments: arguments, environment: env, standardInput: input,
+                                    standardOutput: .descriptor(output), standardError: .descriptor(errors))
     }
 
-    public var pid: Int32 { process.processIdentifier }
-    public var isRunning: Bool { process.isRunning }
+    public var pid: Int32 { subprocess.pid }
+    public var isRunning: Bool { subprocess.isRunning }
+    /// How it ended, or `nil` while it runs.
+    public var termination: Termination? { subprocess.termination }
 
-    /// Sends `signal` to this process only.
+    /// Sends `signal` to this process only (never once it has been reaped).
     public func signal(_ signal: Int32) {
-        if process.isRunning { kill(pid, signal) }
+        subprocess.signal(signal)
     }
 
     /// `kill -9`: the crash every durability test relies on.
     public func crash() {
-        signal(SIGKILL)
-        process.waitUntilExit()
+        subprocess.signal(SIGKILL)
+        subprocess.wait()
     }
 
     /// Waits for the process to exit, up to `timeout` seconds.
-    /// - Returns: its exit status, or `nil` when it is still running.
+    /// - Returns: its exit status (128 plus the signal's number when a
+    ///   signal killed it, as a shell says), or `nil` when it still runs.
     @discardableResult
     public func waitForExit(timeout: Double = 10) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(5_000) }
-        if process.isRunning { return nil }
-        return process.terminationStatus
+        subprocess.wait(timeout: .milliseconds(Int64(timeout * 1000)))?.shellStatus
     }
 
     /// SIGTERM, then SIGKILL if it has not gone after `timeout` seconds.
     public func stop(timeout: Double = 10) {
-        guard process.isRunning else { return }
+        guard isRunning else { return }
         signal(SIGTERM)
         if waitForExit(timeout: timeout) == nil { crash() }
     }
 
     public var standardOutput: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
     public var standardError: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
-
-    deinit {
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
 }
 
 /// The result of running a command to completion.
 public struct CommandResult: Sendable {
+    /// The exit status; 128 plus the signal's number when a signal killed it.
     public let status: Int32
     public let stdout: String
     public let stderr: String

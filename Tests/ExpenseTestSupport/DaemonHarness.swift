@@ -56,7 +56,7 @@ public final class DaemonHarness: @unchecked Sendable {
     public func waitUntilAnswering(_ child: ChildProcess, timeout: Double = 20) throws {
         try waitUntil(timeout: timeout, "expensed to answer on \(socketPath)") {
             guard child.isRunning else {
-                throw TestFailure("expensed exited with \(child.process.terminationStatus): \(child.standardError)")
+                throw TestFailure("expensed \(child.termination?.description ?? "exited"): \(child.standardError)")
             }
             return (try? request(["op": "status"])) != nil
         }

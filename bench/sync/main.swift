@@ -90,20 +90,17 @@ func startServer(_ sync: SyncHarness) throws {
 /// Returns seconds taken and the daemon's peak RSS (KiB) meanwhile.
 func drain(_ sync: SyncHarness, profile: String? = nil) throws -> (Double, Int) {
     let perf = try profile.map { path in
-        let perf = Process()
-        // perf inherits this process's blocked signals: unblock them, or
-        // it cannot be told to stop.
-        perf.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        perf.arguments = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-                          "/usr/bin/perf", "record", "-q", "-a", "-e", "cpu-clock", "-g", "-F", "2000", "-o", path]
-        try perf.run()
+        // Subprocess starts perf with no signal blocked (this process
+        // blocks some), so SIGINT stops it.
+        let perf = try Subprocess("/usr/bin/perf", arguments: ["record", "-q", "-a", "-e", "cpu-clock", "-g", "-F", "2000", "-o", path],
+                                  standardOutput: .inherit, standardError: .inherit)
         usleep(300_000)
         return perf
     }
     defer {
         if let perf {
-            perf.interrupt()
-            perf.waitUntilExit()
+            perf.signal(SIGINT)
+            perf.wait()
         }
     }
     let daemonCPU = cpu(sync.daemon.process!.pid), serverCPU = cpu(sync.server!.child.pid)
