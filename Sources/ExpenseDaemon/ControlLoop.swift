@@ -14,6 +14,8 @@ final class ControlLoop {
     static let maxPendingDescriptors = 8
     /// After `accept` ran out of descriptors, the listener rests until then.
     var acceptPausedUntil: UInt64 = 0
+    /// The newest summary published for watchers, and its version.
+    var newestSummary: (summary: JSONValue, version: Int)?
 
     final class Connection {
         let id: ConnectionID
@@ -110,6 +112,7 @@ final class ControlLoop {
             }
             enforceTimeouts()
             for connection in Array(connections.values) { processLines(connection); closeIfDone(connection) }
+            offerNewestSummary()
         }
     }
 
@@ -132,12 +135,7 @@ final class ControlLoop {
                 connection.sentSummaryVersion = seen
             }
         }
-        if let summary {
-            for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
-                connection.send(controlSuccess(id: connection.watchID ?? .null, result: summary))
-                connection.sentSummaryVersion = version
-            }
-        }
+        if let summary { newestSummary = (summary, version) }
         for ping in pings { ping() }
         // Lines that arrived while a request was in flight are waiting in
         // the buffer; no poll event will announce them again.
@@ -152,7 +150,24 @@ final class ControlLoop {
             }
         }
         for connection in Array(connections.values) { flush(connection); closeIfDone(connection) }
+        offerNewestSummary()
         return true
+    }
+
+    /// Sends the newest summary to each watcher that lacks it and has
+    /// nothing left to write: one still writing skips to whatever is newest
+    /// once its output drains. So this runs after every flush (the end of a
+    /// wakeup, the end of a poll round), not only when a summary is
+    /// published: a watcher whose first answer was still being written when
+    /// the last summary came would otherwise never get it (`sync --wait`
+    /// missed a refusal that way and waited out its timeout).
+    private func offerNewestSummary() {
+        guard let (summary, version) = newestSummary else { return }
+        for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
+            connection.send(controlSuccess(id: connection.watchID ?? .null, result: summary))
+            connection.sentSummaryVersion = version
+            flush(connection)
+        }
     }
 
     /// Until the next deadline `enforceTimeouts` acts on; each one it
