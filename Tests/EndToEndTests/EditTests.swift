@@ -193,8 +193,13 @@ import Testing
     }
 
     @Test func deleteOfASyncedExpense_dropsQueuedEditsAndUploadsAndSendsOneDelete() throws {
-        // Receipts are refused (too large) so the upload stays queued, backing off.
-        let sync = try SyncHarness(daemonArguments: ["--max-attempts", "50"], serverArguments: ["--receipt-max-bytes", "100"])
+        // Receipts are refused (too large) so the upload stays queued,
+        // backing off for long: a job being sent when the delete comes is
+        // not dropped (it may reach the server), so no pass may claim the
+        // edit or the upload between the check below and the delete. Only
+        // the requests of this test start passes.
+        let sync = try SyncHarness(daemonArguments: ["--max-attempts", "50", "--drain-interval", "1h", "--backoff-base", "1h", "--backoff-cap", "1h"],
+                                   serverArguments: ["--receipt-max-bytes", "100"])
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let receipt = sync.daemon.directory.at("r.jpg")
@@ -205,13 +210,18 @@ import Testing
         }
         sync.stopServer()
         try Self.edit(sync.daemon, id, ["--comment", "moot"])
-        #expect(try Self.outbox(sync.daemon).map(\.0).sorted() == ["edit", "receipt"])
+        // The edit's pass finds the server gone; then both wait, unsent.
+        try waitUntil(timeout: 20, "the edit to be tried and to wait again") {
+            try Self.outbox(sync.daemon).map { "\($0.0) \($0.1)" }.sorted() == ["edit queued", "receipt queued"]
+                && sync.daemon.request(["op": "status"])["result"]?["server"] == "unreachable"
+        }
         _ = try sync.daemon.ctl(["delete", id])
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["delete"], "edit and upload dropped, one delete queued")
         #expect(sync.daemon.receiptFiles().isEmpty)
         #expect(try sync.daemon.list().first?["state"] == "deleting")
 
         try sync.startServer()
+        _ = try sync.daemon.ctl(["sync"])
         try sync.waitUntilDrained()
         #expect(Self.requests(sync, "DELETE") == 1)
         #expect(Self.requests(sync, "PATCH") == 0)
