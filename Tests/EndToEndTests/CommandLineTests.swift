@@ -189,7 +189,7 @@ import Testing
         try FileManager.default.moveItem(atPath: daemon.directory.at("zero.json"), toPath: "\(daemon.spoolDirectory)/zero.json")
         try waitUntil(timeout: 20, "the sidecar to be taken and the other rejected") {
             try daemon.list().count == expected.count + 1
-                && FileManager.default.fileExists(atPath: "\(daemon.spoolDirectory)/rejected/zero.json.reason")
+                && FileManager.default.fileExists(atPath: "\(daemon.spoolDirectory)/rejected/zero.json")
         }
         let reason = try String(contentsOfFile: "\(daemon.spoolDirectory)/rejected/zero.json.reason", encoding: .utf8)
         #expect(reason.contains("negative zero"), "\(reason)")

@@ -327,7 +327,7 @@ import Testing
         try FileSystem.rename("\(staging)/private.jpg", to: "\(daemon.spoolDirectory)/private.jpg")
         try waitUntil(timeout: 20, "both files to be taken") {
             (try? daemon.request(["op": "status"])["result"]?["queued"]?.intValue) == 2
-                && FileSystem.exists("\(daemon.spoolDirectory)/rejected/private.jpg.reason")
+                && FileSystem.exists("\(daemon.spoolDirectory)/rejected/private.jpg")
         }
         let reason = try String(contentsOfFile: "\(daemon.spoolDirectory)/rejected/private.jpg.reason", encoding: .utf8)
         #expect(reason.contains("reason: cannot be read by expensed (uid 65534, mode 600, owner uid 0): Permission denied\n"))
