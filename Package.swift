@@ -34,12 +34,15 @@ let package = Package(
         .target(name: "Digest", dependencies: ["CCrypto"]),
         .target(name: "Postgres", dependencies: ["CPQ"]),
 
-        // Domain: types, validation, protocol, policies. No I/O.
+        // Domain: types, validation, policies. No I/O.
         .target(name: "ExpenseCore", dependencies: ["Digest"]),
+        // The control socket's requests and answers, typed: encoded by the
+        // daemon, decoded by expensectl. No I/O.
+        .target(name: "ControlProtocol", dependencies: ["ExpenseCore"]),
 
         // Services and commands, as libraries.
-        .target(name: "ExpenseDaemon", dependencies: ["ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
-        .target(name: "ExpenseCtl", dependencies: ["ExpenseCore", "Posix"]),
+        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
+        .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
         // The server, by concern: storage behind one seam (ServerStorage) with
         // an engine per database; accounts; the HTTP API. Only the engines see
         // a database library; the API sees neither an engine nor a database;
@@ -60,7 +63,7 @@ let package = Package(
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
-        .executableTarget(name: "bench-daemon", dependencies: ["ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
@@ -68,6 +71,7 @@ let package = Package(
         .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
+        .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol", "ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",

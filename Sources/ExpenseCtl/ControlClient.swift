@@ -1,3 +1,4 @@
+import ControlProtocol
 import ExpenseCore
 import Posix
 
@@ -42,18 +43,20 @@ final class ControlClient {
     }
 
     /// Sends one request (with `descriptor` attached, for a receipt) and
-    /// returns the daemon's `result`.
-    /// - Throws: ``ClientError`` for an error answer or a broken connection.
-    func call(_ request: [String: JSONValue], passing descriptor: FileDescriptor? = nil) throws -> JSONValue {
+    /// returns the daemon's `result` as `type`.
+    /// - Throws: ``ClientError`` for an error answer, an answer that is not
+    ///   `type`, or a broken connection.
+    func call<Result: ControlResult>(_ command: ControlRequest.Command, expecting type: Result.Type,
+                                     passing descriptor: FileDescriptor? = nil) throws -> Result {
         let limit = try Self.answerTimeoutMilliseconds()
-        try send(request, passing: descriptor)
+        try send(command, passing: descriptor)
         guard let answer = try readLine(timeoutMilliseconds: limit) else {
             throw ClientError(status: .tempFailure, message: """
                 no answer from expensed at '\(socketPath)' within \(Double(limit) / 1000) s; it may be starting, stuck, \
                 or failing to start (see 'systemctl status expensed' and 'journalctl -u expensed')
                 """, unanswered: true)
         }
-        return try result(of: answer)
+        return try result(of: answer, as: type)
     }
 
     /// How long one answer may take: `EXPENSECTL_ANSWER_TIMEOUT` seconds,
@@ -72,19 +75,18 @@ final class ControlClient {
     }
 
     /// Sends one request without waiting for the answer.
-    func send(_ request: [String: JSONValue], passing descriptor: FileDescriptor? = nil) throws {
-        var object = request
-        object["id"] = .integer(nextID)
+    func send(_ command: ControlRequest.Command, passing descriptor: FileDescriptor? = nil) throws {
+        let request = ControlRequest(id: .integer(nextID), command: command)
         nextID += 1
-        var line = JSONValue.object(object).serializedBytes()
+        var line = request.json.serializedBytes()
         line.append(0x0A)
         do {
             try UnixSocket.send(socket, line, passing: descriptor)
         } catch {
             // A refused peer gets one error line and the connection closes,
             // possibly before our request was written: that line is the reason.
-            if let refusal = try? readLine(), refusal["ok"]?.boolValue == false {
-                _ = try result(of: refusal)
+            if let refusal = try? readLine(), case .failure(let failure)? = try? ControlResponse(json: refusal) {
+                throw Self.clientError(failure)
             }
             throw ClientError(status: .ioError, message: "lost the connection to expensed: \(error.reason)")
         }
@@ -133,15 +135,23 @@ final class ControlClient {
         }
     }
 
-    /// The `result` of a response line, or its error as a ``ClientError``.
-    func result(of response: JSONValue) throws -> JSONValue {
-        if response["ok"]?.boolValue == true { return response["result"] ?? .null }
-        let code = ControlErrorCode(rawValue: response["error"]?["code"]?.stringValue ?? "unknown")
-        let message = response["error"]?["message"]?.stringValue ?? "no message"
-        if code == .invalidField && response["error"]?["field"] == "ref" {
-            // An id no expense can have: to a person, simply no such expense.
-            throw ClientError(status: .refused, message: "that is not an expense id: use a transaction id (cp-…), a client UUID, or a prefix of one")
+    /// The `result` of a response line as `type`, or its error as a ``ClientError``.
+    func result<Result: ControlResult>(of response: JSONValue, as type: Result.Type) throws -> Result {
+        do {
+            return try ControlResponse(json: response).result(as: type)
+        } catch let failure as ControlFailure {
+            throw Self.clientError(failure)
+        } catch {
+            throw ClientError(status: .software, message: "expensed sent an answer this expensectl does not understand (\(error)); are both the same version?")
         }
-        throw ClientError(status: ExitStatus(errorCode: code), message: message)
+    }
+
+    /// What an error answer means to the person who ran the command.
+    static func clientError(_ failure: ControlFailure) -> ClientError {
+        if failure.code == .invalidField && failure.field == "ref" {
+            // An id no expense can have: to a person, simply no such expense.
+            return ClientError(status: .refused, message: "that is not an expense id: use a transaction id (cp-…), a client UUID, or a prefix of one")
+        }
+        return ClientError(status: ExitStatus(errorCode: failure.code), message: failure.message)
     }
 }

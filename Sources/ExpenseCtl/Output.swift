@@ -15,6 +15,13 @@ enum Output {
         write(2, text)
     }
 
+    /// A value from the daemon as a cell or a line shows it: `-` when it
+    /// is null or empty, control characters escaped (it may be anyone's text).
+    static func text(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "-" }
+        return value.escapingControlCharacters()
+    }
+
     /// Writes `text` as it is, without adding a newline (progress lines).
     static func raw(_ text: String) {
         writeBytes(1, Array(text.utf8))
@@ -59,18 +66,3 @@ struct Table {
         return ([render(headers)] + rows.map(render)).joined(separator: "\n")
     }
 }
-
-extension JSONValue {
-    /// The text of a string member, or `-` when it is null or absent.
-    func text(_ key: String) -> String {
-        guard let value = self[key] else { return "-" }
-        switch value {
-        case .string(let s): return s.isEmpty ? "-" : s.escapingControlCharacters()
-        case .integer(let i): return String(i)
-        case .bool(let b): return b ? "yes" : "no"
-        case .number(let d): return String(d)
-        default: return "-"
-        }
-    }
-}
-

@@ -1,3 +1,4 @@
+import ControlProtocol
 import ExpenseCore
 import Posix
 
@@ -40,7 +41,7 @@ final class ControlHandler: Sendable {
         }
     }
 
-    func answer(_ incoming: IncomingRequest) async -> (JSONValue, ResponseAction) {
+    func answer(_ incoming: IncomingRequest) async -> (ControlResponse, ResponseAction) {
         let id = incoming.request.id
         do {
             switch incoming.request.command {
@@ -49,12 +50,12 @@ final class ControlHandler: Sendable {
                 // may be newer than the one answered, so it is sent as well.
                 let seen = server.publishedVersion()
                 let summary = try await publisher.current()
-                return (controlSuccess(id: id, result: summary.json), .watch(id: id, seenVersion: seen))
+                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen))
             default:
-                return (controlSuccess(id: id, result: try await perform(incoming)), .next)
+                return (ControlResponse(id: id, try await perform(incoming)), .next)
             }
         } catch {
-            return (failure(error, incoming).json, .next)
+            return (.failure(failure(error, incoming)), .next)
         }
     }
 
@@ -66,9 +67,9 @@ final class ControlHandler: Sendable {
         store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(), receipt: nil, now: Clock.wallMilliseconds) { [self] result in
             switch result {
             case .success(let result):
-                server.respond(to: incoming.connection, controlSuccess(id: incoming.request.id, result: added(result)))
+                server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, added(result)))
             case .failure(let error):
-                server.respond(to: incoming.connection, failure(error, incoming).json)
+                server.respond(to: incoming.connection, .failure(failure(error, incoming)))
             }
         }
         return true
@@ -95,7 +96,7 @@ final class ControlHandler: Sendable {
                 return ControlFailure(id: id, .storageFailed, error.description)
             }
         default:
-            logger.error("Failed to carry out '\(incoming.request.command.name)': \(error)")
+            logger.error("Failed to carry out '\(incoming.request.command.operation.rawValue)': \(error)")
             return ControlFailure(id: id, .storageFailed, "the daemon could not store this: \(error)")
         }
     }
@@ -109,25 +110,25 @@ final class ControlHandler: Sendable {
         }
     }
 
-    private func perform(_ incoming: IncomingRequest) async throws -> JSONValue {
+    private func perform(_ incoming: IncomingRequest) async throws -> any ControlResult {
         switch incoming.request.command {
         case .add(let fields, let clientID, _):
             return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt)
         case .list:
-            return ["expenses": .array(try await store.views().map(\.json))]
+            return ExpenseList(expenses: try await store.views().map(ExpenseSummary.init))
         case .show(let ref):
-            return try await store.view(ref: ref).detailJSON()
+            return ExpenseDetail(try await store.view(ref: ref))
         case .retry(let ref):
             let view = try await store.retry(ref: ref)
             logger.notice("Retry requested", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return view.detailJSON()
+            return ExpenseDetail(view)
         case .discard(let ref):
             let (transactionID, removed) = try await store.discard(ref: ref)
             logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
             publisher.markChanged()
-            return ["transaction_id": .string(transactionID), "discarded": .integer(removed)]
+            return DiscardResult(transactionID: transactionID, discarded: removed)
         case .status:
             return try await status()
         case .watch:
@@ -135,7 +136,7 @@ final class ControlHandler: Sendable {
         case .sync(let refresh):
             guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; there is nothing to sync with") }
             drainer.sync(refresh: refresh)
-            return ["triggered": true, "refresh": .bool(refresh)]
+            return SyncResult(refresh: refresh)
         case .stats:
             return try await Drainer.statistics(store: store, sinceStart: drainer?.sinceStart() ?? SyncStats())
         case .edit(let ref, let fields):
@@ -143,24 +144,24 @@ final class ControlHandler: Sendable {
             logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return view.detailJSON()
+            return ExpenseDetail(view)
         case .delete(let ref):
             let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds)
             logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
                         transactionID: result.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return ["transaction_id": .string(result.transactionID), "sent_nothing": .bool(result.droppedLocally)]
+            return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .resolve(let ref, let takeMine):
             let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return view.detailJSON()
+            return ExpenseDetail(view)
         }
     }
 
-    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?) async throws -> JSONValue {
+    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
             let maxBytes = configuration.receiptMaxBytes
@@ -173,59 +174,28 @@ final class ControlHandler: Sendable {
     }
 
     /// After an add committed: log it, tell watchers and the drainer, and answer.
-    private func added(_ result: EnqueueResult) -> JSONValue {
+    private func added(_ result: EnqueueResult) -> AddResult {
         if result.isNew {
             logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")", transactionID: result.transactionID,
                         jobUUID: result.clientID, messageID: .expenseQueued)
             publisher.markChanged()
             wakeDrainer()
         }
-        return [
-            "transaction_id": .string(result.transactionID),
-            "client_id": .string(result.clientID),
-            "state": .string(result.state.rawValue),
-            "receipt": .string(result.hasReceipt ? "pending" : "none"),
-            "duplicate": .bool(!result.isNew),
-        ]
+        return AddResult(transactionID: result.transactionID, clientID: result.clientID, state: result.state,
+                         receipt: result.hasReceipt ? .pending : .none, duplicate: !result.isNew)
     }
 
-    private func status() async throws -> JSONValue {
+    private func status() async throws -> StatusReport {
         let summary = try await publisher.current()
-        guard case .object(var object) = summary.json else { return summary.json }
-        object["line"] = .string(summary.line(nowMilliseconds: Clock.wallMilliseconds))
-        object["server_url"] = .string(configuration.serverURL)
-        object["state_dir"] = .string(configuration.stateDirectory)
-        object["spool_dir"] = .string(configuration.spoolDirectory)
-        object["device_id"] = .string(store.deviceID)
+        var contact: StatusReport.ServerContact?
         if drainer != nil {
-            // As of the last contact: `server` above says what it is now.
+            // As of the last contact: the summary's `server` says what it is now.
             let health = publisher.serverHealth
-            func time(_ milliseconds: Int64?) -> JSONValue { milliseconds.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null }
-            object["last_contact_at"] = time(health.lastContactMilliseconds)
-            object["last_error_class"] = .string(health.lastError?.errorClass)
-            object["last_error"] = .string(health.lastError?.message)
-            object["last_error_at"] = time(health.lastError?.milliseconds)
+            contact = StatusReport.ServerContact(lastContactMilliseconds: health.lastContactMilliseconds, lastErrorClass: health.lastError?.errorClass,
+                                                 lastError: health.lastError?.message, lastErrorMilliseconds: health.lastError?.milliseconds)
         }
-        return .object(object)
-    }
-}
-
-extension ControlRequest.Command {
-    /// The op's name, for log lines.
-    var name: String {
-        switch self {
-        case .add: "add"
-        case .list: "list"
-        case .show: "show"
-        case .retry: "retry"
-        case .discard: "discard"
-        case .status: "status"
-        case .watch: "watch"
-        case .sync: "sync"
-        case .stats: "stats"
-        case .edit: "edit"
-        case .delete: "delete"
-        case .resolve: "resolve"
-        }
+        return StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: configuration.serverURL,
+                            stateDirectory: configuration.stateDirectory, spoolDirectory: configuration.spoolDirectory,
+                            deviceID: store.deviceID, contact: contact)
     }
 }

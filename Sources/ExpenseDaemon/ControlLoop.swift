@@ -1,3 +1,4 @@
+import ControlProtocol
 import ExpenseCore
 import Posix
 
@@ -15,7 +16,7 @@ final class ControlLoop {
     /// After `accept` ran out of descriptors, the listener rests until then.
     var acceptPausedUntil: UInt64 = 0
     /// The newest summary published for watchers, and its version.
-    var newestSummary: (summary: JSONValue, version: Int)?
+    var newestSummary: (summary: QueueSummary, version: Int)?
 
     final class Connection {
         let id: ConnectionID
@@ -164,7 +165,7 @@ final class ControlLoop {
     private func offerNewestSummary() {
         guard let (summary, version) = newestSummary else { return }
         for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
-            connection.send(controlSuccess(id: connection.watchID ?? .null, result: summary))
+            connection.send(ControlResponse(id: connection.watchID ?? .null, summary).json)
             connection.sentSummaryVersion = version
             flush(connection)
         }

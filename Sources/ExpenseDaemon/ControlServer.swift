@@ -1,3 +1,4 @@
+import ControlProtocol
 import ExpenseCore
 import Posix
 import Synchronization
@@ -80,7 +81,7 @@ public final class ControlServer: Sendable {
 
     struct SharedState: ~Copyable {
         var responses: [(ConnectionID, [UInt8], ResponseAction)] = []
-        var summary: JSONValue?
+        var summary: QueueSummary?
         var summaryVersion = 0
         var stopping = false
         var pings: [@Sendable () -> Void] = []
@@ -115,8 +116,8 @@ public final class ControlServer: Sendable {
     }
 
     /// Sends `response` on `connection` (dropped if it has gone).
-    public func respond(to connection: ConnectionID, _ response: JSONValue, then action: ResponseAction = .next) {
-        var line = response.serializedBytes()
+    public func respond(to connection: ConnectionID, _ response: ControlResponse, then action: ResponseAction = .next) {
+        var line = response.json.serializedBytes()
         line.append(0x0A)
         shared.withLock { $0.responses.append((connection, line, action)) }
         wakeup.signal()
@@ -124,7 +125,7 @@ public final class ControlServer: Sendable {
 
     /// Makes `summary` the newest state for every `watch` connection. A
     /// watcher that has not read the previous one skips to this one.
-    public func publish(summary: JSONValue) {
+    public func publish(summary: QueueSummary) {
         shared.withLock {
             $0.summary = summary
             $0.summaryVersion += 1

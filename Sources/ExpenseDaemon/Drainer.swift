@@ -1,3 +1,4 @@
+import ControlProtocol
 import Curl
 import ExpenseCore
 import Posix
@@ -273,20 +274,11 @@ final class Drainer: Sendable {
 
     /// `stats`: latency and failures since start and in total (the totals
     /// come from the store, so they exist even without a server).
-    static func statistics(store: Store, sinceStart: SyncStats) async throws -> JSONValue {
+    static func statistics(store: Store, sinceStart: SyncStats) async throws -> StatsReport {
         let totals = try await store.totals()
-        let appliedTotal = totals.latencyBuckets.values.reduce(0, +)
-        return [
-            "since_start": [
-                "applied": .integer(sinceStart.applied),
-                "latency_ms": sinceStart.latencySummary,
-                "failures": .object(sinceStart.failures.mapValues { .integer($0) }),
-            ],
-            "total": [
-                "applied": .integer(appliedTotal),
-                "latency_ms": SyncStats.histogramSummary(totals.latencyBuckets),
-                "failures": .object(totals.failures.mapValues { .integer($0) }),
-            ],
-        ]
+        return StatsReport(
+            sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures),
+            total: .init(applied: totals.latencyBuckets.values.reduce(0, +), latency: LatencySummary(histogram: totals.latencyBuckets),
+                         failures: totals.failures))
     }
 }

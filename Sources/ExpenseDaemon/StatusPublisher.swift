@@ -90,21 +90,7 @@ public final class StatusPublisher: Sendable {
             }
             guard isNew else { continue }
             ServiceManager.status(summary.line(nowMilliseconds: Clock.wallMilliseconds))
-            server.publish(summary: summary.json)
+            server.publish(summary: summary)
         }
-    }
-}
-
-extension QueueSummary {
-    /// The `watch` and `status` shape (docs/control-protocol.md).
-    public var json: JSONValue {
-        [
-            "queued": .integer(queued),
-            "sending": .integer(sending),
-            "needs_attention": .integer(needsAttention),
-            "oldest_job_at": oldestJobMilliseconds.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null,
-            "server": .string(server.rawValue),
-            "spool_rejected": .integer(spoolRejected),
-        ]
     }
 }

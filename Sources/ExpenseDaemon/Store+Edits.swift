@@ -2,7 +2,7 @@ import ExpenseCore
 import SQLite
 
 /// What `delete` did.
-public struct DeleteResult: Sendable, Equatable {
+public struct Deletion: Sendable, Equatable {
     public let transactionID: String
     /// True when the expense never reached the server: its jobs were
     /// removed and nothing will be sent.
@@ -52,18 +52,18 @@ extension Store {
     /// whole chain (create, edits, receipt job and file) and nothing is
     /// sent; otherwise queued edits and receipt uploads are dropped and one
     /// delete is queued.
-    public func delete(ref: String, now: Int64) async throws -> DeleteResult {
-        let (result, files) = try await database.write { db -> (DeleteResult, [String]) in
+    public func delete(ref: String, now: Int64) async throws -> Deletion {
+        let (result, files) = try await database.write { db -> (Deletion, [String]) in
             let transactionID = try Store.resolve(db, ref: ref)
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
-                return (DeleteResult(transactionID: transactionID, droppedLocally: true), files)
+                return (Deletion(transactionID: transactionID, droppedLocally: true), files)
             }
             if jobs.contains(where: { $0.kind == .delete }) {
-                return (DeleteResult(transactionID: transactionID, droppedLocally: false), [])
+                return (Deletion(transactionID: transactionID, droppedLocally: false), [])
             }
             // Edits and uploads still waiting are moot once the expense goes.
             let moot = jobs.filter { ($0.kind == .edit || $0.kind == .receipt) && $0.state != .sending }
@@ -72,7 +72,7 @@ extension Store {
                 INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
                 VALUES (\(Store.nextSeq), ?, 'delete', ?, '{}', ?)
                 """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
-            return (DeleteResult(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile))
+            return (Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile))
         }
         for file in files { try? receipts.remove(file) }
         return result

@@ -26,29 +26,5 @@ struct SyncStats: Sendable {
     }
 
     /// p50, p95 and max of the kept latencies.
-    var latencySummary: JSONValue {
-        guard !latencies.isEmpty else { return ["p50": nil, "p95": nil, "max": nil] }
-        let sorted = latencies.sorted()
-        func at(_ p: Double) -> JSONValue { .integer(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) }
-        return ["p50": at(0.5), "p95": at(0.95), "max": .integer(sorted.last!)]
-    }
-
-    /// p50, p95 and max from a histogram whose bucket k counts [2^(k-1), 2^k) ms:
-    /// each figure is the upper bound of its bucket.
-    static func histogramSummary(_ buckets: [Int: Int]) -> JSONValue {
-        let total = buckets.values.reduce(0, +)
-        guard total > 0 else { return ["p50": nil, "p95": nil, "max": nil] }
-        let ordered = buckets.sorted { $0.key < $1.key }
-        func at(_ p: Double) -> JSONValue {
-            let rank = Int((Double(total) * p).rounded(.up))
-            var seen = 0
-            for (bucket, count) in ordered {
-                seen += count
-                if seen >= max(rank, 1) { return .integer(bucket == 0 ? 0 : Int64(1) << bucket) }
-            }
-            return nil
-        }
-        let top = ordered.last!.key
-        return ["p50": at(0.5), "p95": at(0.95), "max": .integer(top == 0 ? 0 : Int64(1) << top)]
-    }
+    var latency: LatencySummary { LatencySummary(samples: latencies) }
 }

@@ -4,6 +4,7 @@
 // Starts the expensed in DIR (default .build/release) in a temporary
 // folder, measures, and prints one line per figure. Compare the ratios
 // printed in one run: absolute numbers move with the machine.
+import ControlProtocol
 import ExpenseCore
 import ExpenseDaemon
 import ExpenseTestSupport
@@ -123,9 +124,9 @@ do {
     var start = now()
     for _ in 0..<n { _ = ControlRequest.parse(line) }
     let parse = (now() - start) / Double(n)
-    let answer = controlSuccess(id: 1, result: ["transaction_id": "cp-0206e11a39722b8b0b0d34", "client_id": "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", "state": "queued", "receipt": "none", "duplicate": false])
+    let added = AddResult(transactionID: "cp-0206e11a39722b8b0b0d34", clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", state: .queued, receipt: .none, duplicate: false)
     start = now()
-    for _ in 0..<n { _ = answer.serializedBytes() }
+    for _ in 0..<n { _ = ControlResponse(id: 1, added).json.serializedBytes() }
     let serialize = (now() - start) / Double(n)
     print("control line: parse \(ms(parse)), serialize answer \(ms(serialize))")
 }

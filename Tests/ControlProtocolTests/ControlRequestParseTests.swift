@@ -1,5 +1,6 @@
 import Testing
-@testable import ExpenseCore
+@testable import ControlProtocol
+import ExpenseCore
 
 @Suite struct ControlProtocolTests {
     private func parse(_ text: String) -> Result<ControlRequest, ControlFailure> {

@@ -1,97 +1,8 @@
-/// The control socket's protocol: one JSON object per line each way
-/// (docs/control-protocol.md). This file turns a request line into a typed
-/// ``ControlRequest`` or a ``ControlFailure`` naming what was wrong.
+import ExpenseCore
 
-/// What an error line's `code` says. A fixed vocabulary, documented.
-public struct ControlErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public var description: String { rawValue }
-
-    public static let invalidUTF8 = Self(rawValue: "invalid_utf8")
-    public static let invalidJSON = Self(rawValue: "invalid_json")
-    public static let notAnObject = Self(rawValue: "not_an_object")
-    public static let lineTooLong = Self(rawValue: "line_too_long")
-    public static let unknownOp = Self(rawValue: "unknown_op")
-    public static let missingField = Self(rawValue: "missing_field")
-    public static let invalidField = Self(rawValue: "invalid_field")
-    public static let unknownField = Self(rawValue: "unknown_field")
-    public static let notFound = Self(rawValue: "not_found")
-    public static let ambiguousID = Self(rawValue: "ambiguous_id")
-    public static let invalidState = Self(rawValue: "invalid_state")
-    public static let receiptMissing = Self(rawValue: "receipt_missing")
-    public static let receiptTooLarge = Self(rawValue: "receipt_too_large")
-    public static let receiptInvalid = Self(rawValue: "receipt_invalid")
-    public static let unexpectedDescriptor = Self(rawValue: "unexpected_descriptor")
-    public static let tooManyConnections = Self(rawValue: "too_many_connections")
-    public static let idleTimeout = Self(rawValue: "idle_timeout")
-    public static let permissionDenied = Self(rawValue: "permission_denied")
-    public static let storageFailed = Self(rawValue: "storage_failed")
-    public static let shuttingDown = Self(rawValue: "shutting_down")
-    public static let conflict = Self(rawValue: "conflict")
-}
-
-/// An error answer: the request's id (null when it could not be read), a
-/// code, a message for people, and the field concerned when there is one.
-public struct ControlFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public var id: JSONValue
-    public let code: ControlErrorCode
-    public let message: String
-    public let field: String?
-
-    public init(id: JSONValue = .null, _ code: ControlErrorCode, _ message: String, field: String? = nil) {
-        self.id = id
-        self.code = code
-        self.message = message
-        self.field = field
-    }
-
-    public var description: String { "\(code): \(message)" }
-
-    /// The response line, without its newline.
-    public var json: JSONValue {
-        var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message)]
-        if let field { error["field"] = .string(field) }
-        return ["id": id, "ok": false, "error": .object(error)]
-    }
-}
-
-/// A success answer.
-public func controlSuccess(id: JSONValue, result: JSONValue) -> JSONValue {
-    ["id": id, "ok": true, "result": result]
-}
-
-/// One request, checked and typed.
-public struct ControlRequest: Sendable, Equatable {
-    /// Echoed in the response: a string, a number, or null.
-    public let id: JSONValue
-    public let command: Command
-
-    public init(id: JSONValue, command: Command) {
-        self.id = id
-        self.command = command
-    }
-
-    public enum Command: Sendable, Equatable {
-        /// Queue a new expense. `clientID` makes a retried add idempotent;
-        /// `hasReceipt` says a descriptor came with the line.
-        case add(fields: ExpenseFields, clientID: String?, hasReceipt: Bool)
-        case list
-        case show(ref: String)
-        case retry(ref: String)
-        case discard(ref: String)
-        case status
-        case watch
-        case sync(refresh: Bool)
-        case stats
-        case edit(ref: String, fields: ExpenseFields)
-        case delete(ref: String)
-        case resolve(ref: String, takeMine: Bool)
-    }
-
-    /// The ops, for `unknown_op` messages and the docs.
-    public static let operations = ["add", "list", "show", "retry", "discard", "status", "watch", "sync", "stats", "edit", "delete", "resolve"]
-
+// Turns a request line into a typed ``ControlRequest`` or a
+// ``ControlFailure`` naming what was wrong (docs/control-protocol.md).
+extension ControlRequest {
     /// Parses one line (without its newline).
     public static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlFailure> {
         guard String(validating: line, as: UTF8.self) != nil else {
@@ -122,11 +33,14 @@ public struct ControlRequest: Sendable, Equatable {
 
     private static func command(from f: Fields) throws(ControlFailure) -> Command {
         guard let opValue = f.members["op"] else { throw ControlFailure(.missingField, "op is required", field: "op") }
-        guard let op = opValue.stringValue else {
+        guard let name = opValue.stringValue else {
             throw ControlFailure(.invalidField, "op must be a string, got \(opValue.typeName)", field: "op")
         }
+        guard let op = ControlOperation(rawValue: name) else {
+            throw ControlFailure(.unknownOp, "unknown op '\(name.prefix(64))'; known: \(operations.joined(separator: ", "))", field: "op")
+        }
         switch op {
-        case "add":
+        case .add:
             try f.allow(["expense", "client_id", "receipt"])
             let clientID = try f.optionalString("client_id")
             if let clientID, !ClientID.isCanonical(clientID) {
@@ -142,31 +56,31 @@ public struct ControlRequest: Sendable, Equatable {
             } catch {
                 throw ControlFailure(error.isMissing ? .missingField : .invalidField, error.description, field: error.field)
             }
-        case "list":
+        case .list:
             try f.allow([])
             return .list
-        case "show":
+        case .show:
             try f.allow(["ref"])
             return .show(ref: try f.ref())
-        case "retry":
+        case .retry:
             try f.allow(["ref"])
             return .retry(ref: try f.ref())
-        case "discard":
+        case .discard:
             try f.allow(["ref"])
             return .discard(ref: try f.ref())
-        case "status":
+        case .status:
             try f.allow([])
             return .status
-        case "watch":
+        case .watch:
             try f.allow([])
             return .watch
-        case "sync":
+        case .sync:
             try f.allow(["refresh"])
             return .sync(refresh: try f.optionalBool("refresh") ?? false)
-        case "stats":
+        case .stats:
             try f.allow([])
             return .stats
-        case "edit":
+        case .edit:
             try f.allow(["ref", "set"])
             let ref = try f.ref()
             let fields = try expenseFields(f.members["set"], field: "set", required: true)
@@ -176,10 +90,10 @@ public struct ControlRequest: Sendable, Equatable {
             } catch {
                 throw ControlFailure(.invalidField, error.description, field: error.field)
             }
-        case "delete":
+        case .delete:
             try f.allow(["ref"])
             return .delete(ref: try f.ref())
-        case "resolve":
+        case .resolve:
             try f.allow(["ref", "take"])
             let ref = try f.ref()
             guard let take = try f.optionalString("take") else {
@@ -189,8 +103,6 @@ public struct ControlRequest: Sendable, Equatable {
                 throw ControlFailure(.invalidField, "take must be \"server\" or \"mine\"", field: "take")
             }
             return .resolve(ref: ref, takeMine: take == "mine")
-        default:
-            throw ControlFailure(.unknownOp, "unknown op '\(op.prefix(64))'; known: \(operations.joined(separator: ", "))", field: "op")
         }
     }
 
@@ -218,7 +130,6 @@ public struct ControlRequest: Sendable, Equatable {
         return fields
     }
 }
-
 /// The members of a request object, with typed accessors that fail with
 /// the field's name.
 private struct Fields {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ExpenseCore
+@testable import ControlProtocol
+import ExpenseCore
 
 /// docs/control-protocol.md's table of operations against the parser: for
 /// every op, each member the document lists is taken, a required one left

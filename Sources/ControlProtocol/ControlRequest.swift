@@ -1,0 +1,77 @@
+import ExpenseCore
+
+/// One request, checked and typed: what the daemon parses from a line
+/// (``parse(_:)``) and what `expensectl` encodes into one (``json``).
+public struct ControlRequest: Sendable, Equatable {
+    /// Echoed in the response: a string, a number, or null.
+    public let id: JSONValue
+    public let command: Command
+
+    public init(id: JSONValue, command: Command) {
+        self.id = id
+        self.command = command
+    }
+
+    public enum Command: Sendable, Equatable {
+        /// Queue a new expense. `clientID` makes a retried add idempotent;
+        /// `hasReceipt` says a descriptor came with the line.
+        case add(fields: ExpenseFields, clientID: String?, hasReceipt: Bool)
+        case list
+        case show(ref: String)
+        case retry(ref: String)
+        case discard(ref: String)
+        case status
+        case watch
+        case sync(refresh: Bool)
+        case stats
+        case edit(ref: String, fields: ExpenseFields)
+        case delete(ref: String)
+        case resolve(ref: String, takeMine: Bool)
+
+        /// The op this command is.
+        public var operation: ControlOperation {
+            switch self {
+            case .add: .add
+            case .list: .list
+            case .show: .show
+            case .retry: .retry
+            case .discard: .discard
+            case .status: .status
+            case .watch: .watch
+            case .sync: .sync
+            case .stats: .stats
+            case .edit: .edit
+            case .delete: .delete
+            case .resolve: .resolve
+            }
+        }
+    }
+
+    /// The ops' names, for `unknown_op` messages and the docs.
+    public static let operations = ControlOperation.allCases.map(\.rawValue)
+
+    /// The request as a line's object: what ``parse(_:)`` reads back as
+    /// this request (the fields as they are, so normalized ones stay so).
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["id": id, "op": .string(command.operation.rawValue)]
+        switch command {
+        case .add(let fields, let clientID, let hasReceipt):
+            members["expense"] = .object(fields.jsonMembers)
+            if let clientID { members["client_id"] = .string(clientID) }
+            if hasReceipt { members["receipt"] = true }
+        case .list, .status, .watch, .stats:
+            break
+        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref):
+            members["ref"] = .string(ref)
+        case .sync(let refresh):
+            members["refresh"] = .bool(refresh)
+        case .edit(let ref, let fields):
+            members["ref"] = .string(ref)
+            members["set"] = .object(fields.jsonMembers)
+        case .resolve(let ref, let takeMine):
+            members["ref"] = .string(ref)
+            members["take"] = .string(takeMine ? "mine" : "server")
+        }
+        return .object(members)
+    }
+}

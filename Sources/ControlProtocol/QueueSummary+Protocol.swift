@@ -1,0 +1,32 @@
+import ExpenseCore
+
+/// The summary `status` starts with and `watch` streams
+/// (docs/control-protocol.md, "The summary").
+extension QueueSummary: ControlResult {
+    public var json: JSONValue { .object(members) }
+
+    var members: [String: JSONValue] {
+        [
+            "queued": .integer(queued),
+            "sending": .integer(sending),
+            "needs_attention": .integer(needsAttention),
+            "oldest_job_at": timestampJSON(oldestJobMilliseconds),
+            "server": .string(server.rawValue),
+            "spool_rejected": .integer(spoolRejected),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ControlDecodingError) {
+        try self.init(try Members(json, path: "result"))
+    }
+
+    init(_ m: Members) throws(ControlDecodingError) {
+        self.init()
+        queued = try m.int("queued")
+        sending = try m.int("sending")
+        needsAttention = try m.int("needs_attention")
+        oldestJobMilliseconds = try m.nullableTimestamp("oldest_job_at")
+        server = try m.choice("server", ServerState.self)
+        spoolRejected = try m.int("spool_rejected")
+    }
+}

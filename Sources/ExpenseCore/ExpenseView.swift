@@ -1,0 +1,71 @@
+/// One expense as a person should see it: the server's last word with the
+/// work still pending folded on top, so what was entered offline shows.
+public struct ExpenseView: Sendable, Equatable {
+    /// `synced`, or the state of the pending work: `queued`, `sending`,
+    /// `needs_attention`, `deleting`.
+    public enum State: String, Sendable {
+        case synced, queued, sending, needsAttention = "needs_attention", deleting
+    }
+
+    public var transactionID: String
+    public var clientID: String
+    public var state: State
+    public var fields: ExpenseFields
+    /// Fields whose shown value is not yet on the server.
+    public var pendingFields: [String]
+    public var receipt: ReceiptState
+    public var receiptURL: String?
+    public var version: Int?
+    public var conflict: Bool
+    public var conflicts: [String: ConflictValues]
+    public var createdAt: String?
+    public var jobs: [PendingJob]
+
+    /// Folds `jobs` (any order) over `cached`. Returns `nil` when there is
+    /// nothing to show: no cache row and no create, or a deleted expense
+    /// with nothing pending.
+    public static func fold(cached: CanonicalExpense?, jobs unsorted: [PendingJob], transactionID: String) -> ExpenseView? {
+        let jobs = unsorted.sorted { $0.seq < $1.seq }
+        let create = jobs.first { $0.kind == .create }
+        guard cached != nil || create != nil else { return nil }
+        if let cached, cached.deleted, jobs.isEmpty { return nil }
+
+        var fields = cached?.fields ?? ExpenseFields()
+        var pending: Set<String> = []
+        var isDeleting = cached?.deleted ?? false
+        var hasReceiptJob = false
+        for job in jobs {
+            switch job.kind {
+            case .create, .edit:
+                fields = fields.merging(job.fields)
+                pending.formUnion(job.fields.changedNames)
+            case .receipt:
+                hasReceiptJob = true
+            case .delete:
+                isDeleting = true
+            }
+        }
+
+        let state: State
+        if jobs.contains(where: { $0.state == .needsAttention }) { state = .needsAttention }
+        else if isDeleting { state = .deleting }
+        else if jobs.contains(where: { $0.state == .sending }) { state = .sending }
+        else if !jobs.isEmpty { state = .queued }
+        else { state = .synced }
+
+        let receipt: ReceiptState = hasReceiptJob ? .pending : (cached?.receiptURL != nil ? .uploaded : .none)
+        return ExpenseView(
+            transactionID: transactionID,
+            clientID: cached?.clientID ?? create?.uuid ?? "",
+            state: state,
+            fields: fields.values,
+            pendingFields: ExpenseFields.names.filter(pending.contains),
+            receipt: receipt,
+            receiptURL: cached?.receiptURL,
+            version: cached?.version,
+            conflict: cached?.conflict ?? false,
+            conflicts: cached?.conflicts ?? [:],
+            createdAt: cached?.createdAt,
+            jobs: jobs)
+    }
+}

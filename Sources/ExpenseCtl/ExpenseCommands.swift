@@ -1,0 +1,202 @@
+import ControlProtocol
+import ExpenseCore
+import Posix
+
+// The subcommands that act on one expense, or list them.
+
+/// The id a person typed, as the daemon matches it.
+private func ref(_ invocation: Invocation) -> String { invocation.positional[0].lowercased() }
+
+func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let receiptPath = invocation.path("--receipt")
+    let fields: ExpenseFields
+    do {
+        fields = try Validation.normalizedCreate(typedFields(invocation), hasReceipt: receiptPath != nil)
+    } catch {
+        throw ClientError(status: .dataError, message: "\(error)")
+    }
+    let clientID = invocation.value("--client-id")?.lowercased() ?? ClientID.make()
+    guard ClientID.isCanonical(clientID) else {
+        throw ClientError(status: .usage, message: "--client-id must be a UUID like 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e")
+    }
+    var receipt: FileDescriptor?
+    if let receiptPath { receipt = try openReceipt(receiptPath) }
+    let command = ControlRequest.Command.add(fields: fields, clientID: clientID, hasReceipt: receipt != nil)
+
+    func send() throws -> AddResult {
+        do {
+            return try context.connect().call(command, expecting: AddResult.self, passing: receipt)
+        } catch let error as ClientError where error.status == .ioError {
+            // The answer was lost; the same client id makes the retry safe.
+            return try context.connect().call(command, expecting: AddResult.self, passing: receipt)
+        }
+    }
+    let result: AddResult
+    do {
+        result = try send()
+    } catch let error as ClientError where error.unanswered {
+        // Whether the first try or the retry went unanswered.
+        // The daemon may yet store it: only the same client id can say.
+        throw ClientError(status: error.status, message: """
+            \(error.message)
+            The expense may have been stored. To add it without risk of a duplicate, run the same command again with --client-id \(clientID)
+            """)
+    }
+    if context.json { context.printJSON(result) } else {
+        Output.out(Output.text(result.transactionID))
+        if result.duplicate {
+            Output.error("expensectl: this client id was added before (\(Output.text(result.state.rawValue))); the fields given now were not used")
+        }
+    }
+    return .success
+}
+
+/// Opens a receipt with the caller's own rights; the daemon receives the
+/// descriptor, never the path. Whether its bytes are a whole JPEG, PNG or
+/// PDF file the daemon checks as it copies them (one check, the spool's
+/// too), answering `receipt_invalid` with the reason (exit status 65).
+/// - Parameter pathBytes: the path as given, which need not be UTF-8.
+func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
+    let path = String(decoding: pathBytes, as: UTF8.self).escapingControlCharacters()
+    let fd: FileDescriptor
+    do {
+        fd = try FileDescriptor.open(pathBytes: pathBytes, [.readOnly, .noCTTY, .nonBlocking])
+    } catch {
+        throw ClientError(status: error.isPermissionDenied ? .noPermission : .noInput, message: "cannot open receipt '\(path)': \(error.reason)")
+    }
+    do {
+        guard try fd.status().kind == .regular else {
+            throw ClientError(status: .noInput, message: "receipt '\(path)' is not a regular file")
+        }
+    } catch let error as SystemCallError {
+        throw ClientError(status: .noInput, message: "cannot read receipt '\(path)': \(error.reason)")
+    }
+    return fd
+}
+
+func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.list, expecting: ExpenseList.self)
+    if context.json {
+        Output.out(JSONValue.array(result.expenses.map(\.json)).prettySerialized())
+        return .success
+    }
+    if result.expenses.isEmpty {
+        Output.out("No expenses.")
+        return .success
+    }
+    var table = Table(headers: ["TRANSACTION ID", "STATE", "RECEIPT", "DATE", "AMOUNT", "MERCHANT"])
+    for expense in result.expenses {
+        var state = Output.text(expense.state.rawValue)
+        if expense.conflict { state += " (conflict)" }
+        table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
+                           amountText(expense.fields), Output.text(expense.fields.merchant)])
+    }
+    Output.out(table.rendered)
+    return .success
+}
+
+func amountText(_ fields: ExpenseFields) -> String {
+    guard let amount = fields.amount else { return "-" }
+    return amount + (fields.currency.map { " \($0)" } ?? "")
+}
+
+func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.show(ref: ref(invocation)), expecting: ExpenseDetail.self)
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    let expense = result.summary
+    var lines: [(String, String)] = [
+        ("Transaction ID", Output.text(expense.transactionID)),
+        ("Client ID", Output.text(expense.clientID)),
+        ("State", Output.text(expense.state.rawValue)),
+        ("Merchant", Output.text(expense.fields.merchant)),
+        ("Amount", amountText(expense.fields)),
+        ("Date", Output.text(expense.fields.date)),
+        ("Category", Output.text(expense.fields.category)),
+        ("Comment", Output.text(expense.fields.comment)),
+        ("Tax tag", Output.text(expense.fields.taxTag)),
+        ("Receipt", Output.text(expense.receipt.rawValue)),
+        ("Receipt URL", Output.text(expense.receiptURL)),
+        ("Version", expense.version.map(String.init) ?? "-"),
+    ]
+    if !expense.pendingFields.isEmpty { lines.append(("Pending fields", expense.pendingFields.joined(separator: ", "))) }
+    if expense.conflict {
+        for (field, values) in expense.conflicts.sorted(by: { $0.key < $1.key }) {
+            lines.append(("Conflict", "\(field): server has \(Output.text(values.server)), you sent \(Output.text(values.client))"))
+        }
+    }
+    var text = lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 16 - $0.0.count)) + $0.1 }.joined(separator: "\n")
+    if !result.jobs.isEmpty {
+        var table = Table(headers: ["JOB", "KIND", "STATE", "FAILED ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"])
+        for job in result.jobs {
+            var lastError = Output.text(job.lastError)
+            if let errorClass = job.lastErrorClass { lastError = "[\(errorClass)] " + lastError }
+            var attempts = [job.attempts > 0 ? "\(job.attempts) rejected" : nil, job.transientAttempts > 0 ? "\(job.transientAttempts) transient" : nil]
+                .compactMap { $0 }.joined(separator: ", ")
+            if attempts.isEmpty { attempts = "0" }
+            let waiting = job.state == .needsAttention ? "-" : Output.text(job.nextAttemptMilliseconds.map { Timestamp.format(milliseconds: $0) })
+            // The whole uuid: its first digits are a version 7 timestamp, the same for a create and its receipt job.
+            table.rows.append([Output.text(job.uuid), Output.text(job.kind.rawValue), Output.text(job.state.rawValue), attempts, waiting, lastError])
+        }
+        text += "\n\nPending jobs:\n" + table.rendered
+        // Each stopped job's own hint (the daemon's, by why it stopped), once.
+        var hints: [String] = []
+        for hint in result.jobs.compactMap(\.hint) where !hints.contains(hint) { hints.append(hint) }
+        if !hints.isEmpty {
+            text += "\n\nNot tried again until you decide. " + hints.joined(separator: "\n")
+        }
+    }
+    Output.out(text)
+    return .success
+}
+
+func runRetry(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.retry(ref: ref(invocation)), expecting: ExpenseDetail.self)
+    if context.json { context.printJSON(result) } else { Output.out("\(Output.text(result.summary.transactionID)): queued to send now") }
+    return .success
+}
+
+func runDiscard(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.discard(ref: ref(invocation)), expecting: DiscardResult.self)
+    if context.json { context.printJSON(result) } else {
+        Output.out("\(Output.text(result.transactionID)): discarded \(result.discarded) pending job(s)")
+    }
+    return .success
+}
+
+func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let given = typedFields(invocation)
+    guard !given.isEmpty else { throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00") }
+    let changes: ExpenseFields
+    do {
+        changes = try Validation.normalized(given, amountNeedsCurrency: false)
+    } catch {
+        throw ClientError(status: .dataError, message: "\(error)")
+    }
+    let result = try context.connect().call(.edit(ref: ref(invocation), fields: changes), expecting: ExpenseDetail.self)
+    if context.json { context.printJSON(result) } else {
+        Output.out("\(Output.text(result.summary.transactionID)): edited (\(Output.text(result.summary.state.rawValue)))")
+    }
+    return .success
+}
+
+func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.delete(ref: ref(invocation)), expecting: DeleteResult.self)
+    if context.json { context.printJSON(result) } else {
+        let how = result.sentNothing ? "deleted (it never reached the server; nothing is sent)" : "delete queued"
+        Output.out("\(Output.text(result.transactionID)): \(how)")
+    }
+    return .success
+}
+
+func runResolve(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    guard let take = invocation.value("--take") else { throw ClientError(status: .usage, message: "resolve needs --take server or --take mine") }
+    guard take == "server" || take == "mine" else { throw ClientError(status: .usage, message: "--take must be 'server' or 'mine'") }
+    let result = try context.connect().call(.resolve(ref: ref(invocation), takeMine: take == "mine"), expecting: ExpenseDetail.self)
+    if context.json { context.printJSON(result) } else {
+        Output.out("\(Output.text(result.summary.transactionID)): keeping \(take == "mine" ? "your" : "the server's") values")
+    }
+    return .success
+}

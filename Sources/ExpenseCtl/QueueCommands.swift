@@ -1,0 +1,142 @@
+import ControlProtocol
+import ExpenseCore
+import Posix
+
+// The subcommands about the queue as a whole and the server.
+
+func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let report = try context.connect().call(.status, expecting: StatusReport.self)
+    if context.json {
+        context.printJSON(report)
+        return .success
+    }
+    let summary = report.summary
+    var lines: [(String, String)] = [
+        ("Queue", "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention"),
+        ("Oldest job", Output.text(summary.oldestJobMilliseconds.map { Timestamp.format(milliseconds: $0) })),
+        ("Server", serverText(report)),
+    ]
+    if summary.server == .needsCredentials {
+        lines.append(("Credentials", "needed: the server refused the token; fix the token file, then run 'expensectl sync'"))
+    }
+    if report.serverURL != nil {
+        lines.append(("Last contact", report.contact?.lastContactMilliseconds.map(timeText) ?? "never since the daemon started"))
+        if let contact = report.contact, let at = contact.lastErrorMilliseconds {
+            lines.append(("Last error", "\(Output.text(contact.lastErrorClass)) at \(timeText(at)): \(Output.text(contact.lastError))"))
+        }
+    }
+    var rejected = "\(summary.spoolRejected)"
+    if summary.spoolRejected > 0, let spool = report.spoolDirectory {
+        rejected += " (files in \(spool)/rejected/, each with a .reason file)"
+    }
+    lines += [("Spool rejected", rejected), ("State directory", Output.text(report.stateDirectory)),
+              ("Spool directory", Output.text(report.spoolDirectory))]
+    Output.out(lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 17 - $0.0.count)) + $0.1 }.joined(separator: "\n"))
+    return .success
+}
+
+/// A time from the daemon with how long ago it was: "2026-11-30T09:15:02.123Z (12s ago)".
+func timeText(_ milliseconds: Int64) -> String {
+    "\(Timestamp.format(milliseconds: milliseconds)) (\(QueueSummary.age(milliseconds: Clock.wallMilliseconds - milliseconds)) ago)"
+}
+
+func serverText(_ report: StatusReport) -> String {
+    let state = report.summary.server.rawValue
+    guard let url = report.serverURL else { return "not configured (queueing only)" }
+    return "\(url) (\(state == "unknown" ? "not contacted yet" : state.replacingOccurrences("_", " ")))"
+}
+
+func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let client = try context.connect()
+    try client.send(.watch)
+    while true {
+        let summary = try client.result(of: try client.readLine(), as: QueueSummary.self)
+        if context.json {
+            Output.out(summary.json.serialized())
+        } else {
+            var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
+            if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
+            Output.out(line)
+        }
+    }
+}
+
+extension String {
+    func replacingOccurrences(_ target: Character, _ replacement: Character) -> String {
+        String(map { $0 == target ? replacement : $0 })
+    }
+}
+
+func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    var timeout: Int64?
+    if invocation.value("--timeout") != nil && !invocation.has("--wait") {
+        throw ClientError(status: .usage, message: "--timeout applies to --wait only")
+    }
+    if let text = invocation.value("--timeout") {
+        // Read in integers: no value can overflow the deadline or be NaN.
+        guard let milliseconds = DurationText.milliseconds(text), milliseconds > 0 else {
+            throw ClientError(status: .usage, message: """
+                --timeout must be a duration from 1ms to 365 days, \(DurationText.syntax); not '\(text.prefix(64).description.escapingControlCharacters())'
+                """)
+        }
+        timeout = milliseconds
+    }
+    let client = try context.connect()
+    let result = try client.call(.sync(refresh: invocation.has("--refresh")), expecting: SyncResult.self)
+    guard invocation.has("--wait") else {
+        if context.json { context.printJSON(result) } else { Output.out("Sync started.") }
+        return .success
+    }
+    // Follow the queue until nothing is queued or sending.
+    let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0) * 1_000_000 }
+    try client.send(.watch)
+    let progress = Terminal.isTerminal(1) && !context.json
+    var last: QueueSummary?
+    while true {
+        if let deadline, Clock.monotonicNanoseconds > deadline {
+            if progress { Output.raw("\n") }
+            let left = last?.pending ?? 0
+            let why = last?.server == .unreachable
+                ? "the server is unreachable; the queue drains once it answers again"
+                : "the queue keeps draining in the background"
+            throw ClientError(status: .tempFailure, message: "\(left) still pending after \(invocation.value("--timeout") ?? "")s: \(why)")
+        }
+        guard let summary = try client.readLine(timeoutMilliseconds: 200).map({ try client.result(of: $0, as: QueueSummary.self) }) else { continue }
+        last = summary
+        let unreachable = summary.server == .unreachable ? "; server unreachable, waiting for it" : ""
+        if progress { Output.raw("\r\u{1B}[K\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention\(unreachable)") }
+        if summary.server == .needsCredentials {
+            if progress { Output.raw("\n") }
+            throw ClientError(status: .noPermission, message: "the server refused the credentials; fix the token file, then run 'expensectl sync'")
+        }
+        if summary.pending == 0 {
+            if progress { Output.raw("\n") }
+            if context.json { context.printJSON(summary) } else {
+                Output.out(summary.needsAttention > 0 ? "Done; \(summary.needsAttention) need attention (see 'expensectl list')." : "Done; everything is synced.")
+            }
+            return .success
+        }
+    }
+}
+
+func runStats(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let result = try context.connect().call(.stats, expecting: StatsReport.self)
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    func line(_ label: String, _ part: StatsReport.Part, approximate: Bool) -> String {
+        let latency = part.latency
+        let bound = approximate ? "<=" : ""
+        func shown(_ milliseconds: Int64?) -> String { milliseconds.map(String.init) ?? "-" }
+        var text = "\(label):" + String(repeating: " ", count: max(1, 20 - label.count)) + "\(part.applied) applied"
+        if let p50 = latency.p50 {
+            text += "; latency p50 \(bound)\(p50) ms, p95 \(bound)\(shown(latency.p95)) ms, max \(bound)\(shown(latency.max)) ms"
+        }
+        let failures = part.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        text += "; failures: " + (failures.isEmpty ? "none" : failures.joined(separator: ", "))
+        return text
+    }
+    Output.out(line("Since start", result.sinceStart, approximate: false) + "\n" + line("In total", result.total, approximate: true))
+    return .success
+}

@@ -1,0 +1,43 @@
+import ControlProtocol
+import ExpenseCore
+import Testing
+
+/// What expensectl sends is what the daemon parses: every command, encoded
+/// and parsed again, is the same command.
+@Suite struct ControlRequestEncodingTests {
+    static var cleared: ExpenseFields {
+        var fields = ExpenseFields(amount: "13.00")
+        fields.clear("comment")
+        return fields
+    }
+
+    static let commands: [ControlRequest.Command] = [
+        .add(fields: ExpenseFields(merchant: "M", amount: "10.00", currency: "EUR", date: "2026-11-29"), clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", hasReceipt: false),
+        .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true),
+        .list, .status, .watch, .stats,
+        .show(ref: "cp-0206"), .retry(ref: "cp-0206"), .discard(ref: "1b4e28ba"), .delete(ref: "cp-0206e11a39722b8b0b0d34"),
+        .sync(refresh: false), .sync(refresh: true),
+        .edit(ref: "cp-0206", fields: cleared),
+        .resolve(ref: "cp-0206", takeMine: true), .resolve(ref: "cp-0206", takeMine: false),
+    ]
+
+    @Test(arguments: commands)
+    func encodedCommand_parsesBackToItself(_ command: ControlRequest.Command) throws {
+        let request = ControlRequest(id: 12, command: command)
+        #expect(try ControlRequest.parse(request.json.serializedBytes()).get() == request)
+    }
+
+    @Test func everyOperation_hasAnEncodedCommand() {
+        #expect(Set(Self.commands.map(\.operation)) == Set(ControlOperation.allCases))
+        #expect(ControlRequest.operations == ControlOperation.allCases.map(\.rawValue))
+    }
+
+    @Test func theLinesExpensectlSends_areTheDocumentedOnes() {
+        #expect(ControlRequest(id: 1, command: .sync(refresh: false)).json.serialized() == #"{"id":1,"op":"sync","refresh":false}"#)
+        #expect(ControlRequest(id: 2, command: .resolve(ref: "cp-1", takeMine: true)).json.serialized() == #"{"id":2,"op":"resolve","ref":"cp-1","take":"mine"}"#)
+        #expect(ControlRequest(id: 3, command: .edit(ref: "cp-1", fields: Self.cleared)).json.serialized()
+                == #"{"id":3,"op":"edit","ref":"cp-1","set":{"amount":"13.00","comment":null}}"#)
+        #expect(ControlRequest(id: 4, command: .add(fields: ExpenseFields(), clientID: "c", hasReceipt: true)).json.serialized()
+                == #"{"client_id":"c","expense":{},"id":4,"op":"add","receipt":true}"#)
+    }
+}
