@@ -40,8 +40,17 @@ let package = Package(
         // daemon, decoded by expensectl. No I/O.
         .target(name: "ControlProtocol", dependencies: ["ExpenseCore"]),
 
-        // Services and commands, as libraries.
-        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
+        // The daemon, one module per subsystem (docs/architecture.md). Each
+        // imports only what it needs: no subsystem imports a sibling but the
+        // store, and ExpenseDaemon alone wires them.
+        // What every subsystem uses: the log, fault points, blocking work.
+        .target(name: "DaemonSupport", dependencies: ["ExpenseCore", "Posix", "Systemd"]),
+        // The outbox and the cache in one SQLite database, and the receipt files.
+        .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest"]),
+        // Wiring: configuration, lifecycle, watchdog, the op -> service table.
+        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "DaemonSupport", "OutboxStore", "ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
+
+        // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
         // The server, by concern: storage behind one seam (ServerStorage) with
         // an engine per database; accounts; the HTTP API. Only the engines see
@@ -63,7 +72,7 @@ let package = Package(
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
-        .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "OutboxStore", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
@@ -73,7 +82,9 @@ let package = Package(
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol", "ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseTestSupport"]),
+        .testTarget(name: "DaemonSupportTests", dependencies: ["DaemonSupport"]),
+        .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix", "Digest"]),
+        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "DaemonSupport", "OutboxStore", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),

@@ -1,3 +1,5 @@
+import DaemonSupport
+import DaemonSupport
 import ExpenseCore
 
 /// Everything `expensed` can be told, from `/etc/expensed/expensed.conf`
@@ -25,11 +27,7 @@ public struct Configuration: Sendable, Equatable {
     public var requestTimeoutMilliseconds: Int64 = 60_000
     public var spoolSettleMilliseconds: Int64 = 500
     public var spoolMaxBytes = 25 * 1024 * 1024
-    public var logTarget: LogTarget = .auto
-
-    public enum LogTarget: String, Sendable, Equatable {
-        case auto, journal, stderr
-    }
+    public var logTarget: Logger.Target = .auto
 
     public init() {}
 
@@ -65,7 +63,7 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar, and 20 times that a truncated one for its writer (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v, 0...hour) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
-            guard let target = LogTarget(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
+            guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target
         },
     ]

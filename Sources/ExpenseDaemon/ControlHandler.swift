@@ -1,5 +1,7 @@
 import ControlProtocol
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 
 /// Carries out control requests against the store and answers them.

@@ -1,4 +1,5 @@
 import ControlProtocol
+import DaemonSupport
 import ExpenseCore
 import Posix
 import Synchronization

@@ -1,4 +1,6 @@
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 import Systemd
 
@@ -53,11 +55,6 @@ public enum Daemon {
             logger.error("Failed to start: \(error)")
             return ExitStatus.osError.rawValue
         }
-    }
-
-    struct StartupFailure: Error {
-        let code: ExitStatus
-        let message: String
     }
 
     static func serve(_ configuration: Configuration, signals: Signals, logger: Logger) async throws -> Int32 {

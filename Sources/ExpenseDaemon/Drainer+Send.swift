@@ -1,5 +1,6 @@
 import Curl
 import Digest
+import DaemonSupport
 import ExpenseCore
 import Posix
 

@@ -1,4 +1,5 @@
 import Curl
+import DaemonSupport
 import ExpenseCore
 import Posix
 import Synchronization

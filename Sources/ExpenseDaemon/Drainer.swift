@@ -1,6 +1,8 @@
 import ControlProtocol
 import Curl
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 import Synchronization
 

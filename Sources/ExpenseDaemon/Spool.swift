@@ -1,4 +1,6 @@
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 
 /// The spool service: a directory where writers drop receipts and
@@ -29,7 +31,7 @@ final class SpoolService: Sendable {
 
     /// Opens and checks the spool directory, watches it, and finishes the
     /// intakes a crash interrupted. Blocking; call before `READY=1`.
-    /// - Throws: ``Daemon/StartupFailure``: exit status 78 (configuration)
+    /// - Throws: ``StartupFailure``: exit status 78 (configuration)
     ///   for a spool that is unsafe or not a directory, 73 (cannot create)
     ///   when it cannot be created or opened, 71 when inotify fails.
     static func open(configuration: Configuration, path: String, store: Store, publisher: StatusPublisher,
@@ -42,7 +44,7 @@ final class SpoolService: Sendable {
             inotify = try Inotify()
             try inotify.addWatch(path, [.closeWrite, .movedTo, .create, .onlyDirectory, .deleteSelf, .moveSelf])
         } catch {
-            throw Daemon.StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+            throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
         let intake = SpoolIntake(directory: directory, store: store, publisher: publisher, logger: logger,
                                  maxBytes: configuration.spoolMaxBytes, settleMilliseconds: configuration.spoolSettleMilliseconds,
@@ -59,7 +61,7 @@ final class SpoolService: Sendable {
                 publisher.setSpoolRejected(count)
             }
         } catch {
-            throw Daemon.StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+            throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
         watcher.start()
         return SpoolService(directory: directory, watcher: watcher, intake: intake, logger: logger)

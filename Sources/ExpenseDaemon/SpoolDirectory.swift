@@ -1,5 +1,7 @@
 import Digest
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 
 /// A spool file opened for intake: its descriptor and what `fstat` said
@@ -293,5 +295,14 @@ final class SpoolDirectory: Sendable {
         // Back off over UTF-8 continuation bytes (10xxxxxx).
         while end > 1 && name.bytes[end] & 0xC0 == 0x80 { end -= 1 }
         return FileName(bytes: Array(name.bytes[..<end])) ?? name
+    }
+}
+
+extension SpoolIntakeRecord {
+    /// The record of `file`, taken by the intake of `clientID` as its `index`th file.
+    init(_ file: SpoolFile, clientID: String, index: Int, digest: [UInt8]) {
+        self.init(name: file.name, takenName: SpoolDirectory.takenName(clientID: clientID, index: index),
+                  device: file.status.device, inode: file.status.inode, size: file.status.size,
+                  modified: file.status.modifiedNanoseconds, changed: file.status.changedNanoseconds, digest: digest)
     }
 }

@@ -1,3 +1,4 @@
+import OutboxStore
 import Posix
 import Synchronization
 

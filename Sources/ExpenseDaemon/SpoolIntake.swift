@@ -1,5 +1,7 @@
 import Digest
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 import Synchronization
 

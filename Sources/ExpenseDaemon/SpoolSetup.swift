@@ -1,4 +1,6 @@
+import DaemonSupport
 import ExpenseCore
+import OutboxStore
 import Posix
 
 /// What the spool service does once, before `READY=1`: open and check the
@@ -6,8 +8,8 @@ import Posix
 enum SpoolSetup {
     /// Opens the spool directory (creating it, mode 1730, when missing)
     /// and `rejected/` in it, refusing what would be unsafe.
-    /// - Throws: ``Daemon/StartupFailure`` saying why and what to do.
-    static func openDirectory(_ path: String, logger: Logger) throws(Daemon.StartupFailure) -> SpoolDirectory {
+    /// - Throws: ``StartupFailure`` saying why and what to do.
+    static func openDirectory(_ path: String, logger: Logger) throws(StartupFailure) -> SpoolDirectory {
         if !FileSystem.exists(path) {
             do {
                 if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
@@ -20,7 +22,7 @@ enum SpoolSetup {
                 try FileSystem.syncDirectory(path)
                 logger.notice("Created spool directory '\(path)' with mode 1730")
             } catch {
-                throw Daemon.StartupFailure(code: .cannotCreate, message: "Failed to create spool directory '\(path)': \(error.reason)")
+                throw StartupFailure(code: .cannotCreate, message: "Failed to create spool directory '\(path)': \(error.reason)")
             }
         }
         let descriptor: FileDescriptor
@@ -29,17 +31,17 @@ enum SpoolSetup {
             descriptor = try FileDescriptor.open(path, [.readOnly, .directory])
             status = try descriptor.status()
         } catch where error.isNotADirectory {
-            throw Daemon.StartupFailure(code: .config, message: "Spool directory '\(path)' is not a directory")
+            throw StartupFailure(code: .config, message: "Spool directory '\(path)' is not a directory")
         } catch {
-            throw Daemon.StartupFailure(code: .cannotCreate, message: "Failed to open spool directory '\(path)': \(error.reason)")
+            throw StartupFailure(code: .cannotCreate, message: "Failed to open spool directory '\(path)': \(error.reason)")
         }
         let mode = String(status.mode, radix: 8)
         if status.mode & 0o002 != 0 && status.mode & 0o1000 == 0 {
-            throw Daemon.StartupFailure(code: .config, message: "Refusing spool directory '\(path)': it is world-writable without the sticky bit (mode \(mode)), so any user could replace or remove another's files; make it mode 1730 with a group for writers (docs/spool.md)")
+            throw StartupFailure(code: .config, message: "Refusing spool directory '\(path)': it is world-writable without the sticky bit (mode \(mode)), so any user could replace or remove another's files; make it mode 1730 with a group for writers (docs/spool.md)")
         }
         let euid = Users.effectiveUserID
         if status.mode & 0o1000 != 0 && euid != 0 && status.owner != euid {
-            throw Daemon.StartupFailure(code: .config, message: "Refusing spool directory '\(path)': it has the sticky bit but is owned by uid \(status.owner), not uid \(euid) that expensed runs as, so expensed could not remove the files it takes; make uid \(euid) its owner (docs/spool.md)")
+            throw StartupFailure(code: .config, message: "Refusing spool directory '\(path)': it has the sticky bit but is owned by uid \(status.owner), not uid \(euid) that expensed runs as, so expensed could not remove the files it takes; make uid \(euid) its owner (docs/spool.md)")
         }
 
         let rejectedPath = "\(path)/rejected"
@@ -52,15 +54,15 @@ enum SpoolSetup {
             rejected = try descriptor.openAt(SpoolDirectory.rejectedName, [.readOnly, .directory, .noFollow])
             rejectedStatus = try rejected.status()
         } catch where error.isSymbolicLink || error.isNotADirectory {
-            throw Daemon.StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is not a directory (a link or a file); move it away so that expensed can create it")
+            throw StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is not a directory (a link or a file); move it away so that expensed can create it")
         } catch {
-            throw Daemon.StartupFailure(code: .cannotCreate, message: "Failed to create '\(rejectedPath)': \(error.reason)")
+            throw StartupFailure(code: .cannotCreate, message: "Failed to create '\(rejectedPath)': \(error.reason)")
         }
         if rejectedStatus.owner != euid {
-            throw Daemon.StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is owned by uid \(rejectedStatus.owner), not uid \(euid) that expensed runs as; move it away so that expensed can create it")
+            throw StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is owned by uid \(rejectedStatus.owner), not uid \(euid) that expensed runs as; move it away so that expensed can create it")
         }
         if rejectedStatus.mode & 0o022 != 0 {
-            throw Daemon.StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is writable by others (mode \(String(rejectedStatus.mode, radix: 8))); make it mode 700")
+            throw StartupFailure(code: .config, message: "Refusing spool directory '\(path)': '\(rejectedPath)' is writable by others (mode \(String(rejectedStatus.mode, radix: 8))); make it mode 700")
         }
         return SpoolDirectory(path: path, descriptor: descriptor, rejected: rejected)
     }
@@ -80,12 +82,12 @@ enum SpoolSetup {
     ///
     /// A row an older version wrote has no digest nor change time: it
     /// proves nothing, so its file is taken again, never removed.
-    static func finishInterruptedIntakes(directory: SpoolDirectory, store: Store, intake: SpoolIntake, logger: Logger) throws(Daemon.StartupFailure) {
+    static func finishInterruptedIntakes(directory: SpoolDirectory, store: Store, intake: SpoolIntake, logger: Logger) throws(StartupFailure) {
         let rows: [(record: SpoolIntakeRecord, clientID: String)]
         do {
             rows = try store.spoolIntakeRecords()
         } catch {
-            throw Daemon.StartupFailure(code: .osError, message: "Failed to read spool intake records: \(error)")
+            throw StartupFailure(code: .osError, message: "Failed to read spool intake records: \(error)")
         }
         guard !rows.isEmpty else { return }
         var finished: [SpoolIntakeRecord] = []

@@ -1,3 +1,4 @@
+import DaemonSupport
 import Posix
 import Synchronization
 

@@ -1,4 +1,5 @@
 import ExpenseCore
+import OutboxStore
 import Posix
 import Synchronization
 import Systemd

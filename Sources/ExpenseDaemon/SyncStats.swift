@@ -1,4 +1,5 @@
 import ExpenseCore
+import OutboxStore
 
 /// What the sync engine has done since start: applied jobs' latencies
 /// (enqueue to applied) and failures by class. Totals across restarts live

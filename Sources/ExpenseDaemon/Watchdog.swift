@@ -1,3 +1,5 @@
+import DaemonSupport
+import OutboxStore
 import Posix
 import Synchronization
 import Systemd

@@ -1,5 +1,7 @@
+import DaemonSupport
 import ExpenseCore
 @testable import ExpenseDaemon
+@testable import OutboxStore
 import ExpenseTestSupport
 import Foundation
 import Posix

@@ -1,3 +1,4 @@
+import DaemonSupport
 @testable import ExpenseDaemon
 import Posix
 import Testing

@@ -1,3 +1,4 @@
+import DaemonSupport
 import ExpenseCore
 @testable import ExpenseDaemon
 import Testing

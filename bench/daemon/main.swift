@@ -9,6 +9,7 @@ import ExpenseCore
 import ExpenseDaemon
 import ExpenseTestSupport
 import Foundation
+import OutboxStore
 import Posix
 import SQLite
 

@@ -4,17 +4,6 @@ import Systemd
 import Glibc
 #endif
 
-/// Fixed `MESSAGE_ID`s of the events worth finding in the journal
-/// (docs/journal.md): `journalctl MESSAGE_ID=…` lists every occurrence.
-public enum MessageID: String, Sendable {
-    case expenseQueued = "3743bddee0664b02937c2ba44fbdf002"
-    case expenseApplied = "783906402b934080891b5b79eef3414b"
-    case needsAttention = "217ef2cedfd24a1ba9e8cf63bc61ad5e"
-    case spoolRejected = "c2d1580180594f6980a08910650bd49b"
-    case authPaused = "fc254255431541268849a88877fa317e"
-    case receiptUploaded = "c90c68368a614c90a2a809c551a87d96"
-}
-
 /// Where the daemon's log lines go: structured journal entries when stderr
 /// is the journal (or when asked), else `<N>`-prefixed lines on stderr,
 /// which systemd and syslog both read as priorities.
@@ -30,7 +19,13 @@ public final class Logger: Sendable {
     /// a person at a terminal gets the plain lines.
     let prefixes = isatty(2) == 0
 
-    public init(target: Configuration.LogTarget) {
+    /// Where lines go: the journal, stderr, or (`auto`) the journal when
+    /// stderr is connected to it.
+    public enum Target: String, Sendable, Equatable {
+        case auto, journal, stderr
+    }
+
+    public init(target: Target) {
         switch target {
         case .journal: toJournal = true
         case .stderr: toJournal = false

@@ -1,4 +1,4 @@
-@testable import ExpenseDaemon
+@testable import DaemonSupport
 import Testing
 
 /// `EXPENSED_FAULT` is parsed strictly: a spec it cannot read is refused,

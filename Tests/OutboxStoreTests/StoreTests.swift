@@ -1,5 +1,5 @@
 import ExpenseCore
-@testable import ExpenseDaemon
+@testable import OutboxStore
 import ExpenseTestSupport
 import Foundation
 import Posix
@@ -180,94 +180,5 @@ import Testing
         #expect(summary.queued == 3)
         #expect(summary.needsAttention == 2)
         #expect(summary.oldestJobMilliseconds == 100)
-    }
-}
-
-@Suite struct ConfigurationTests {
-    @Test func durationsAndSizes_parse() throws {
-        let any = Int64(0)...DurationText.maximumMilliseconds
-        #expect(try duration("250ms", any) == 250)
-        #expect(try duration("5s", any) == 5000)
-        #expect(try duration("15m", any) == 900_000)
-        #expect(try duration("2h", any) == 7_200_000)
-        #expect(try duration("7", any) == 7000)
-        #expect(try duration("1.5s", any) == 1500)
-        #expect(try duration("0.25", any) == 250)
-        for garbage in ["-1s", "5 s", "+5s", "1e3", "nan", "inf", "0x10", "", "s", ".5s", "5.s", "99999999999999", "366d", "8761h"] {
-            #expect(throws: ConfigurationError.self, "\(garbage)") { try duration(garbage, any) }
-        }
-        #expect(throws: ConfigurationError("must be from 100ms to 1h")) { try duration("50ms", 100...3_600_000) }
-        #expect(throws: ConfigurationError("must be from 100ms to 1h")) { try duration("2h", 100...3_600_000) }
-        let bytes = 1...(4 << 30)
-        #expect(try size("25M", bytes) == 25 << 20)
-        #expect(try size("512KiB", bytes) == 512 << 10)
-        #expect(try size("1000", bytes) == 1000)
-        for garbage in ["0", "1T", "+5", "-1", "5 M", "", "M", "1e6", "99999999999999999999", "5G"] {
-            #expect(throws: ConfigurationError.self, "\(garbage)") { try size(garbage, bytes) }
-        }
-    }
-
-    /// Every key that takes a number, with garbage and with values just
-    /// outside its range: each is refused naming the key, nothing crashes.
-    @Test func everyNumericKey_refusesGarbageAndValuesOutOfRange() throws {
-        let garbage = ["", "-1", "+5", "1e3", "nan", "inf", "-inf", "0x10", "5 s", "0,5", "99999999999999999999", "1.5.5", "½"]
-        let outOfRange: [String: [String]] = [
-            "receipt_max_bytes": ["0", "5G"], "control_max_connections": ["0", "10001"], "control_idle_timeout": ["99ms", "2d"],
-            "control_line_max": ["1023", "65M"], "drain_interval": ["99ms", "25h"], "backoff_base": ["0", "2h"],
-            "backoff_cap": ["0", "2d"], "max_attempts": ["0", "1001"], "concurrency": ["0", "65"], "refresh_interval": ["999ms", "8d"],
-            "connect_timeout": ["99ms", "11m"], "request_timeout": ["999ms", "2d"], "spool_settle": ["2h"], "spool_max_bytes": ["0", "5G"],
-        ]
-        #expect(Set(outOfRange.keys).isSubset(of: Set(Configuration.keys.map(\.name))))
-        for (key, values) in outOfRange.sorted(by: { $0.key < $1.key }) {
-            for value in garbage + values {
-                var configuration = Configuration()
-                #expect(throws: ConfigurationError.self, "\(key) = '\(value)'") {
-                    try configuration.apply(fileText: "\(key) = \(value)\n", path: "x.conf")
-                }
-                do {
-                    try configuration.apply(fileText: "\(key) = \(value)\n", path: "x.conf")
-                } catch {
-                    #expect(error.description.hasPrefix("x.conf:1: \(key): must be"), "\(error)")
-                }
-            }
-        }
-    }
-
-    @Test func backoffBaseLongerThanTheCap_isRefused() throws {
-        #expect(throws: ConfigurationError.self) {
-            try Configuration.parse(arguments: ["--backoff-base", "10s", "--backoff-cap", "5s"]) { _ in nil }
-        }
-        _ = try Configuration.parse(arguments: ["--backoff-base", "5s", "--backoff-cap", "5s"]) { _ in nil }
-    }
-
-    @Test(arguments: ["--foreground=yes", "--help=1", "--version=no", "--config="])
-    func flagGivenAValue_isAUsageError(_ argument: String) {
-        #expect(throws: UsageError.self) { try Configuration.parse(arguments: [argument]) { _ in nil } }
-    }
-
-    @Test func flags_winOverTheFile() throws {
-        let invocation = try Configuration.parse(arguments: ["--config", "/etc/x.conf", "--concurrency", "7"]) { path in
-            #expect(path == "/etc/x.conf")
-            return "concurrency = 2\nstate_dir = /srv/expensed/\nserver = https://expenses.example.com/api/\n"
-        }
-        guard case .run(let configuration) = invocation else {
-            Issue.record("expected a run")
-            return
-        }
-        #expect(configuration.concurrency == 7)
-        #expect(configuration.stateDirectory == "/srv/expensed")
-        #expect(configuration.serverURL == "https://expenses.example.com/api")
-    }
-
-    @Test func missingDefaultFile_isFineButMissingNamedFileIsNot() throws {
-        #expect(try Configuration.parse(arguments: []) { _ in nil } == .run(Configuration()))
-        #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--config", "/nope"]) { _ in nil } }
-    }
-
-    @Test func serverURLWithCredentials_isRefused() {
-        var configuration = Configuration()
-        #expect(throws: ConfigurationError.self) {
-            try configuration.apply(fileText: "server = https://user:secret@example.com\n", path: "c")
-        }
     }
 }

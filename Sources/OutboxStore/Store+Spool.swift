@@ -6,26 +6,26 @@ import SQLite
 /// file's removal is durable: what start-up needs to finish that removal
 /// after a crash, and to prove which file in the spool, if any, is the
 /// one taken (docs/spool.md, crash safety).
-struct SpoolIntakeRecord: Sendable, Equatable {
-    let name: FileName
+package struct SpoolIntakeRecord: Sendable, Equatable {
+    package let name: FileName
     /// The private name the file is renamed to before it is removed:
     /// chosen before the commit, and unique to the intake (it is made of
     /// the job's client id), so only this intake's rename can make it.
-    let takenName: FileName
-    let device: UInt64
-    let inode: UInt64
-    let size: Int64
+    package let takenName: FileName
+    package let device: UInt64
+    package let inode: UInt64
+    package let size: Int64
     /// Last modification, in nanoseconds since the epoch.
-    let modified: Int64
+    package let modified: Int64
     /// The inode's last change (`st_ctim`) in nanoseconds: unchanged
     /// while the file is, and never settable by a writer. Nil in a row an
     /// older version wrote.
-    let changed: Int64?
+    package let changed: Int64?
     /// SHA-256 of the bytes the daemon read (the receipt it staged, the
     /// sidecar it parsed). Nil in a row an older version wrote.
-    let digest: [UInt8]?
+    package let digest: [UInt8]?
 
-    init(name: FileName, takenName: FileName, device: UInt64, inode: UInt64, size: Int64, modified: Int64,
+    package init(name: FileName, takenName: FileName, device: UInt64, inode: UInt64, size: Int64, modified: Int64,
          changed: Int64?, digest: [UInt8]?) {
         self.name = name
         self.takenName = takenName
@@ -37,28 +37,21 @@ struct SpoolIntakeRecord: Sendable, Equatable {
         self.digest = digest
     }
 
-    /// The record of `file`, taken by the intake of `clientID` as its `index`th file.
-    init(_ file: SpoolFile, clientID: String, index: Int, digest: [UInt8]) {
-        self.init(name: file.name, takenName: SpoolDirectory.takenName(clientID: clientID, index: index),
-                  device: file.status.device, inode: file.status.inode, size: file.status.size,
-                  modified: file.status.modifiedNanoseconds, changed: file.status.changedNanoseconds, digest: digest)
-    }
-
     /// The same record for the file now under `name` (renamed by its writer).
-    func renamed(_ name: FileName) -> SpoolIntakeRecord {
+    package func renamed(_ name: FileName) -> SpoolIntakeRecord {
         SpoolIntakeRecord(name: name, takenName: takenName, device: device, inode: inode, size: size, modified: modified,
                           changed: changed, digest: digest)
     }
 
     /// False for a row of schema 1, which has no digest nor change time:
     /// nothing in it can prove that a file in the spool is the one taken.
-    var isProof: Bool { changed != nil && digest != nil }
+    package var isProof: Bool { changed != nil && digest != nil }
 
     /// True when `status` shows the file untouched since it was taken:
     /// the same inode, size and change time (a write, a rename, a chmod
     /// all set the change time). A new file that got the inode back shows
     /// a change time of its own; the digest settles the rest.
-    func isUntouched(_ status: FileStatus) -> Bool {
+    package func isUntouched(_ status: FileStatus) -> Bool {
         guard let changed else { return false }
         return status.device == device && status.inode == inode && status.size == size
             && status.changedNanoseconds == changed
@@ -69,7 +62,7 @@ extension Store {
     /// Queues an expense made from spool files, and records those files in
     /// `spool_intake`, in one transaction: once it has committed, the files
     /// are a job, and a crash before their removal never makes a second one.
-    func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?,
+    package func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?,
                             files: [SpoolIntakeRecord], now: Int64) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
@@ -95,7 +88,7 @@ extension Store {
 
     /// Spool files recorded as jobs whose removal may not have finished,
     /// with the client id of the expense each became. Blocking: for start-up.
-    func spoolIntakeRecords() throws -> [(record: SpoolIntakeRecord, clientID: String)] {
+    package func spoolIntakeRecords() throws -> [(record: SpoolIntakeRecord, clientID: String)] {
         try database.sync { db in
             try db.query("""
                 SELECT taken_name, name, device, inode, size, modified, changed, digest, client_id
@@ -111,13 +104,13 @@ extension Store {
     }
 
     /// Forgets spool files whose removal is durable.
-    func forgetSpoolIntake(_ files: [SpoolIntakeRecord]) async throws {
+    package func forgetSpoolIntake(_ files: [SpoolIntakeRecord]) async throws {
         guard !files.isEmpty else { return }
         try await database.write { db in try Store.deleteIntake(db, files) }
     }
 
     /// Like ``forgetSpoolIntake(_:)``, blocking: for start-up.
-    func forgetSpoolIntakeNow(_ files: [SpoolIntakeRecord]) throws {
+    package func forgetSpoolIntakeNow(_ files: [SpoolIntakeRecord]) throws {
         guard !files.isEmpty else { return }
         try database.sync { db in try db.transaction { try Store.deleteIntake(db, files) } }
     }

@@ -1,6 +1,6 @@
 import Digest
 import ExpenseCore
-@testable import ExpenseDaemon
+@testable import OutboxStore
 import ExpenseTestSupport
 import Posix
 import SQLite
@@ -11,7 +11,7 @@ import Testing
 
     func record(clientID: String, index: Int = 0, inode: UInt64 = UInt64.max - 7) -> SpoolIntakeRecord {
         SpoolIntakeRecord(name: FileName(bytes: [0xFF, 0x0A] + Array(".json".utf8))!,
-                          takenName: SpoolDirectory.takenName(clientID: clientID, index: index),
+                          takenName: FileName(".expensed-taken-\(clientID)-\(index)")!,
                           device: 2049, inode: inode, size: 9000, modified: 1_700_000_000_123_456_789,
                           changed: 1_700_000_001_987_654_321, digest: SHA256.hash(Array("the bytes".utf8)))
     }

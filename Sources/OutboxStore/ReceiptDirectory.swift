@@ -2,51 +2,6 @@ import Digest
 import ExpenseCore
 import Posix
 
-/// A receipt copied into the state directory, durable, and not yet
-/// referenced by any job (the job's commit does that).
-public struct StagedReceipt: Sendable, Equatable {
-    /// The receipt job's UUID, which also names the file.
-    public let jobUUID: String
-    /// The kind its bytes are, whatever the name it came with.
-    public let kind: ReceiptKind
-    public let size: Int
-    /// SHA-256 of the bytes copied, when the copy was asked to compute it
-    /// (the spool records it to recognize the file after a crash).
-    public let digest: [UInt8]?
-
-    public init(jobUUID: String, kind: ReceiptKind, size: Int, digest: [UInt8]? = nil) {
-        self.jobUUID = jobUUID
-        self.kind = kind
-        self.size = size
-        self.digest = digest
-    }
-
-    /// `<uuid>.<ext>`, inside the receipts directory.
-    public var fileName: String { "\(jobUUID).\(kind.fileExtension)" }
-}
-
-/// Why a receipt was not taken.
-public enum ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
-    case tooLarge(limit: Int)
-    /// Not a receipt (not a regular file, empty, not JPEG, PNG or PDF, damaged).
-    case invalid(String)
-    /// A valid start of a receipt of this kind that ends before its
-    /// structure does: perhaps still being written.
-    case truncated(ReceiptKind, String)
-    case io(SystemCallError)
-
-    /// Why, as a predicate about the file: "is truncated: …".
-    public var reason: String {
-        switch self {
-        case .tooLarge(let limit): "is larger than the limit of \(limit) bytes"
-        case .invalid(let why), .truncated(_, let why): why
-        case .io(let error): "cannot be stored: \(error)"
-        }
-    }
-
-    public var description: String { "receipt \(reason)" }
-}
-
 /// `receipts/` beside the database: the bytes of receipts waiting to be
 /// uploaded, one file per receipt job, named `<job uuid>.<ext>`.
 public final class ReceiptDirectory: Sendable {
@@ -62,7 +17,7 @@ public final class ReceiptDirectory: Sendable {
     /// How much is read and written at a time: small enough that the
     /// buffers of copies running at once, which malloc keeps for reuse,
     /// stay a small part of the daemon's memory.
-    static let chunkSize = 64 * 1024
+    package static let chunkSize = 64 * 1024
 
     /// Copies the receipt in `source` into a new file, durably: temporary
     /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with

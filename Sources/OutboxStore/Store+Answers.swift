@@ -1,0 +1,161 @@
+import DaemonSupport
+import ExpenseCore
+import SQLite
+
+// Recording what the server said about jobs, and the totals `stats` reads.
+extension Store {
+    /// Our own upload or edit moved the expense from version n to n + 1. Edits
+    /// still waiting that were made against n are moved to n + 1 too, so
+    /// the server does not take them for stale (a stale currency or tax
+    /// tag is held back as a conflict). Only when nothing else changed the
+    /// expense in between: the answer's version is exactly n + 1.
+    static func rebaseEdits(_ db: Connection, after expense: CanonicalExpense) throws {
+        guard let before = try db.scalarInt("SELECT version FROM expenses WHERE transaction_id = ?", [.text(expense.transactionID)]),
+              Int64(expense.version) == before + 1 else { return }
+        for (seq, payload) in try db.query(
+            "SELECT seq, payload FROM jobs WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued' AND sends = 0",
+            [.text(expense.transactionID)], { ($0.int64(0), JobPayload.decode($0.string(1))) })
+        where payload.baseVersion == Int(before) {
+            try db.execute("UPDATE jobs SET payload = ? WHERE seq = ?",
+                           [.text(try JobPayload.encode(fields: payload.fields, baseVersion: expense.version)), .integer(seq)])
+        }
+    }
+
+    /// Applies what the server said about jobs, in one transaction; when
+    /// one answer cannot be recorded, the others are, each in a savepoint
+    /// of its own: for an applied job, the returned expense is upserted
+    /// into the cache and the job removed together; an answer saying the
+    /// expense is gone on the server (`410`) marks it deleted in the cache
+    /// at once, not at the next refresh.
+    /// - Returns: for each answer, in order, the receipt file the caller may
+    ///   now delete (if any), or why the answer was not recorded.
+    ///
+    /// Durable only when a receipt file is deleted after it (a job must
+    /// never come back without its file). Otherwise deferred: losing it to a
+    /// power cut means sending the jobs once more, which the server replays.
+    public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
+                         now: Int64) async throws -> [Result<String?, any Error>] {
+        let durable = answers.contains { Store.removesFile($0.job, $0.update) }
+        return try await database.write(durability: durable ? .durable : .deferred) { db in
+            func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
+                if answer.goneOnServer {
+                    try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
+                                   [.integer(now), .text(answer.job.transactionID)])
+                }
+                return try Store.apply(db, answer.job, answer.update, now: now)
+            }
+            var results: [Result<String?, any Error>]
+            do {
+                // All in one savepoint: the usual case, every answer recorded.
+                results = try db.savepoint { try answers.map { .success(try record($0)) } }
+            } catch {
+                // An error that ended the whole transaction (a full disk)
+                // undid the answers before it too: fail them all.
+                if !db.isInTransaction { throw error }
+                // One could not be recorded: again, each in a savepoint of
+                // its own, so it leaves the others.
+                results = try answers.map { answer in
+                    let result = Result { try db.savepoint { try record(answer) } }
+                    if case .failure(let error) = result, !db.isInTransaction { throw error }
+                    return result
+                }
+            }
+            // The latency histogram takes one update per bucket, not per job.
+            var latencies: [Int: Int64] = [:]
+            for (answer, result) in zip(answers, results) {
+                if case .success = result, case .applied = answer.update {
+                    latencies[Store.latencyBucket(milliseconds: now - answer.job.createdMilliseconds), default: 0] += 1
+                }
+            }
+            for (bucket, count) in latencies {
+                try Store.increment(db, "latency.\(bucket)", by: count)
+            }
+            return results
+        }
+    }
+
+    static func removesFile(_ job: OutboxJob, _ update: JobUpdate) -> Bool {
+        switch update {
+        case .applied, .dropReceipt: job.receiptFile != nil
+        default: false
+        }
+    }
+
+    static func apply(_ db: Connection, _ job: OutboxJob, _ update: JobUpdate, now: Int64) throws -> String? {
+        switch update {
+        case .applied(let expense):
+            if let expense {
+                if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
+                try Store.upsert(db, expense, now: now)
+            }
+            FaultPoints.hit("between-upsert-and-job-removal")
+            try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
+            return job.receiptFile
+        case .dropReceipt:
+            try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
+            return job.receiptFile
+        case .requeue:
+            try db.execute("UPDATE jobs SET state = 'queued' WHERE seq = ?", [.integer(job.seq)])
+            return nil
+        case .retry(let next, let attempts, let transient, let error, let errorClass):
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', next_attempt_at = ?, attempts = ?, transient_attempts = ?,
+                    last_error = ?, last_error_class = ? WHERE seq = ?
+                """, [.integer(next), .integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
+            try Store.countFailure(db, errorClass)
+            return nil
+        case .needsAttention(let attempts, let transient, let error, let errorClass):
+            try db.execute("""
+                UPDATE jobs SET state = 'needs_attention', attempts = ?, transient_attempts = ?,
+                    last_error = ?, last_error_class = ? WHERE seq = ?
+                """, [.integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
+            try Store.countFailure(db, errorClass)
+            return nil
+        }
+    }
+
+    /// Marks a job that cannot be sent at all (its receipt file is gone).
+    public func markNeedsAttention(_ job: OutboxJob, error: String) async throws {
+        try await database.write(durability: .deferred) { db in
+            try db.execute("""
+                UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE seq = ?
+                """, [.text(error), .integer(job.seq)])
+        }
+    }
+
+    /// Adds `count` to the persistent counter `name`.
+    static func increment(_ db: Connection, _ name: String, by count: Int64 = 1) throws {
+        try db.execute("""
+            INSERT INTO counters (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = value + ?2
+            """, [.text(name), .integer(count)])
+    }
+
+    /// Counts a failure of `errorClass` in the persistent totals.
+    static func countFailure(_ db: Connection, _ errorClass: String) throws {
+        try increment(db, "failures." + errorClass)
+    }
+
+    /// Counts transport failures, which touch no job.
+    public func countTransportFailure() async throws {
+        try await database.write(durability: .deferred) { db in try Store.countFailure(db, "transport") }
+    }
+
+    /// The persistent histogram's bucket for an enqueue-to-applied
+    /// latency: bucket k counts latencies in [2^(k-1), 2^k) ms.
+    static func latencyBucket(milliseconds: Int64) -> Int {
+        milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
+    }
+
+    /// The persistent totals: failures by class and the latency histogram.
+    public func totals() async throws -> (failures: [String: Int], latencyBuckets: [Int: Int]) {
+        try await database.read { db in
+            var failures: [String: Int] = [:]
+            var buckets: [Int: Int] = [:]
+            for (name, value) in try db.query("SELECT name, value FROM counters WHERE name LIKE 'failures.%' OR name LIKE 'latency.%'", [], { ($0.string(0), $0.int(1)) }) {
+                if name.hasPrefix("failures.") { failures[String(name.dropFirst(9))] = value }
+                else if let bucket = Int(name.dropFirst(8)) { buckets[bucket] = value }
+            }
+            return (failures, buckets)
+        }
+    }
+}

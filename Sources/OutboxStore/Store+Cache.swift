@@ -1,0 +1,59 @@
+import ExpenseCore
+import SQLite
+
+// The cache of the server's expenses: upserts and refresh pages.
+extension Store {
+    /// Stores the server's version of an expense, unless the cache already
+    /// holds a newer one. `transaction_id` is the primary key: one row per
+    /// expense, however many responses and refreshes overlap.
+    static func upsert(_ db: Connection, _ e: CanonicalExpense, now: Int64) throws {
+        let conflicts = ConflictValues.encode(e.conflicts)
+        try db.execute("""
+            INSERT INTO expenses (transaction_id, client_id, merchant, amount, currency, date, category, comment, tax_tag,
+                                  receipt_url, assigned, version, created_at, updated_at, deleted, conflict, conflicts, stored_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (transaction_id) DO UPDATE SET
+                client_id = excluded.client_id, merchant = excluded.merchant, amount = excluded.amount,
+                currency = excluded.currency, date = excluded.date, category = excluded.category,
+                comment = excluded.comment, tax_tag = excluded.tax_tag, receipt_url = excluded.receipt_url,
+                assigned = excluded.assigned, version = excluded.version, created_at = excluded.created_at,
+                updated_at = excluded.updated_at, deleted = excluded.deleted, conflict = excluded.conflict,
+                conflicts = excluded.conflicts, stored_at = excluded.stored_at
+            WHERE excluded.version >= expenses.version
+            """, [.text(e.transactionID), .text(e.clientID), .text(e.merchant), .text(e.amount), .text(e.currency),
+                  .text(e.date), .text(e.category), .text(e.comment), .text(e.taxTag), .text(e.receiptURL),
+                  .bool(e.assigned), .integer(Int64(e.version)), .text(e.createdAt), .text(e.updatedAt),
+                  .bool(e.deleted), .bool(e.conflict), .text(conflicts), .integer(now)])
+    }
+
+    /// Stores one page of a refresh and the cursor after it, together.
+    /// - Returns: transaction ids of tombstones that arrived.
+    public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64) async throws -> [String] {
+        // Deferred: a lost page is fetched again from the older cursor.
+        try await database.write(durability: .deferred) { db in
+            for expense in expenses {
+                try Store.upsert(db, expense, now: now)
+                if expense.deleted {
+                    // Deleted elsewhere: a change still waiting here cannot apply.
+                    // Say so instead of dropping the user's edit silently.
+                    try db.execute("""
+                        UPDATE jobs SET state = 'needs_attention', last_error_class = 'gone',
+                            last_error = 'the expense was deleted on another device; this edit was not applied'
+                        WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
+                        """, [.text(expense.transactionID)])
+                }
+            }
+            if let cursor {
+                try db.execute("INSERT INTO settings (key, value) VALUES ('refresh_cursor', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(cursor)])
+            }
+            return expenses.filter(\.deleted).map(\.transactionID)
+        }
+    }
+
+    /// Where the last refresh stopped (opaque to the client).
+    public func refreshCursor() async throws -> String? {
+        try await database.read { db in
+            try db.queryFirst("SELECT value FROM settings WHERE key = 'refresh_cursor'") { $0.string(0) }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import ExpenseCore
+import SQLite
+
+// Taking jobs to send, and putting back those that were not answered.
+extension Store {
+    static let jobColumns = """
+        seq, uuid, kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
+        receipt_file, receipt_type, receipt_size
+        """
+
+    /// A job that may be sent now: queued, due, not waiting for an earlier
+    /// job of the same expense, and alone in flight for its expense. A
+    /// receipt waits for its create only (an upload never holds up edits);
+    /// every other job waits for every earlier job but receipts. One job
+    /// per expense at a time: an upload and an edit in flight together
+    /// could reach the server in either order, and the upload's new version
+    /// would make the edit look stale.
+    static let eligible = """
+        state = 'queued' AND next_attempt_at <= ?1
+        AND NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.transaction_id = jobs.transaction_id AND p.seq < jobs.seq
+            AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind = 'create' ELSE p.kind != 'receipt' END))
+        AND NOT EXISTS (SELECT 1 FROM jobs AS f WHERE f.transaction_id = jobs.transaction_id AND f.state = 'sending')
+        """
+
+    static func outboxJob(_ r: Row) -> OutboxJob {
+        let payload = JobPayload.decode(r.string(4))
+        return OutboxJob(
+            seq: r.int64(0), uuid: r.string(1), kind: JobKind(rawValue: r.string(2)) ?? .create, transactionID: r.string(3),
+            fields: payload.fields, baseVersion: payload.baseVersion, attempts: r.int(5), transientAttempts: r.int(6),
+            sends: r.int(7), createdMilliseconds: r.int64(8), receiptFile: r.optionalString(9),
+            receiptKind: r.optionalString(10).flatMap(ReceiptKind.init(rawValue:)), receiptSize: r.optionalInt64(11))
+    }
+
+    /// Takes up to `limit` jobs to send and marks them `sending`, in one
+    /// commit. New jobs and retried ones take turns (Postfix's incoming and
+    /// deferred queues), so a backlog of failing jobs never starves new ones.
+    public func claim(limit: Int, now: Int64) async throws -> [OutboxJob] {
+        // Durable: `sends` must never go back to 0 for a job the server may
+        // hold (a create rewritten after it was sent would reuse its key
+        // with another body). One fsync for the whole batch.
+        try await database.write { db in
+            let fresh = try db.query("""
+                SELECT \(Store.jobColumns) FROM jobs
+                WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)
+                ORDER BY seq LIMIT ?2
+                """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
+            let retrying = try db.query("""
+                SELECT \(Store.jobColumns) FROM jobs
+                WHERE (attempts > 0 OR transient_attempts > 0) AND \(Store.eligible)
+                ORDER BY next_attempt_at LIMIT ?2
+                """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
+            var expenses: Set<String> = []
+            let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
+            try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq IN (SELECT value FROM json_each(?))",
+                           [Store.seqs(chosen)])
+            return chosen.map { job in
+                var sent = job
+                sent.sends += 1
+                return sent
+            }
+        }
+    }
+
+    /// The jobs' sequence numbers as one value, a JSON array, for
+    /// `seq IN (SELECT value FROM json_each(?))`: one statement for a batch
+    /// (the counters' trigger still runs per row).
+    static func seqs(_ jobs: [OutboxJob]) -> SQLValue {
+        .text("[" + jobs.map { String($0.seq) }.joined(separator: ",") + "]")
+    }
+
+    /// Puts back in the queue jobs left `sending` by a pass that could not
+    /// record their answer. Called when no pass runs, so none is in flight.
+    public func requeueStranded() async throws {
+        // The counter says whether there is any: in the usual case, one read
+        // and no transaction.
+        let sending = try await database.read { db in try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0 }
+        guard sending > 0 else { return }
+        try await database.write(durability: .deferred) { db in
+            try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
+        }
+    }
+
+    /// Puts a job back in the queue without counting an attempt, noting why
+    /// (a transport failure, refused credentials). `wasSent: false` undoes
+    /// the claim's count of sends: not one byte reached the server.
+    /// - Returns: the transaction id of an expense dropped meanwhile (see
+    ///   ``putBack(_:wasSent:error:)``), or nil.
+    @discardableResult
+    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws -> String? {
+        try await putBack([job], wasSent: wasSent, error: (error, errorClass)).first
+    }
+
+    /// Returns claimed jobs that were never handed to the network.
+    /// - Returns: the transaction ids of expenses dropped meanwhile.
+    @discardableResult
+    public func release(_ jobs: [OutboxJob]) async throws -> [String] {
+        guard !jobs.isEmpty else { return [] }
+        return try await putBack(jobs, wasSent: false, error: nil)
+    }
+
+    /// Puts claimed jobs back in the queue. A create that goes back never
+    /// sent takes, now, what the user did to its expense while it was
+    /// claimed, as if done before it: queued edits merge into it, and a
+    /// queued delete drops the whole chain (nothing is sent). Durable then,
+    /// as the chain's receipt files go after the commit.
+    /// - Returns: the transaction ids of the expenses dropped.
+    private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
+        let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
+        let dropped = try await database.write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db in
+            try db.execute("""
+                UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
+                    sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
+                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'sending'
+                """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
+                      .bool(wasSent), Store.seqs(jobs)])
+            return try unsentCreates.compactMap { job in
+                try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID).map { (job.transactionID, $0) }
+            }
+        }
+        for file in dropped.flatMap(\.1) { try? receipts.remove(file) }
+        return dropped.map(\.0)
+    }
+
+    /// Applies queued edits and a queued delete to the expense's create
+    /// when that never reached the server (see ``putBack(_:wasSent:error:)``).
+    /// - Returns: the receipt files to remove when the chain was dropped.
+    static func coalesceIntoUnsentCreate(_ db: Connection, transactionID: String) throws -> [String]? {
+        let jobs = try rawJobs(db, transactionID: transactionID)
+        guard let create = jobs.first(where: { $0.kind == .create }), create.isUntouched else { return nil }
+        if jobs.contains(where: { $0.kind == .delete }) {
+            let cached = try db.scalarInt("SELECT 1 FROM expenses WHERE transaction_id = ?", [.text(transactionID)]) != nil
+            return try dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: cached)
+        }
+        let edits = jobs.filter { $0.kind == .edit && $0.isUntouched }
+        guard !edits.isEmpty else { return nil }
+        try rewrite(db, create, fields: edits.reduce(create.fields) { $0.merging($1.fields) }.values, baseVersion: nil)
+        for edit in edits { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(edit.seq)]) }
+        return nil
+    }
+
+    /// What the next wake-up depends on, in one read: whether anything is
+    /// queued, and when the first backing-off job is due (if one is).
+    public func pendingWork() async throws -> (queued: Bool, earliestRetry: Int64?) {
+        try await database.read { db in
+            let queued = (try db.scalarInt("SELECT value FROM counters WHERE name = 'queued'") ?? 0) > 0
+            let due = try db.queryFirst("""
+                SELECT next_attempt_at FROM jobs WHERE (attempts > 0 OR transient_attempts > 0) AND state = 'queued'
+                ORDER BY next_attempt_at LIMIT 1
+                """) { $0.int64(0) }
+            return (queued, due)
+        }
+    }
+}
