@@ -47,8 +47,16 @@ let package = Package(
         .target(name: "DaemonSupport", dependencies: ["ExpenseCore", "Posix", "Systemd"]),
         // The outbox and the cache in one SQLite database, and the receipt files.
         .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest"]),
+        // Sending the outbox: passes, retries, refresh, the server's record.
+        // It sees a backend only through its SyncBackend protocol: no HTTP here.
+        .target(name: "SyncEngine", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Posix"]),
+        // One module per backend behind the engine's seam; the only HTTP
+        // code besides the Curl wrapper.
+        .target(name: "ExpenseServerBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
+                path: "Sources/Backends/ExpenseServerBackend"),
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
-        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "DaemonSupport", "OutboxStore", "ExpenseCore", "Posix", "SQLite", "Curl", "Systemd", "Digest"]),
+        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "DaemonSupport", "OutboxStore", "SyncEngine", "ExpenseServerBackend",
+                                                      "ExpenseCore", "Posix", "Systemd"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
@@ -84,6 +92,8 @@ let package = Package(
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "DaemonSupportTests", dependencies: ["DaemonSupport"]),
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix", "Digest"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
+        .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "DaemonSupport", "OutboxStore", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),

@@ -3,6 +3,7 @@ import DaemonSupport
 import ExpenseCore
 import OutboxStore
 import Posix
+import SyncEngine
 
 /// Carries out control requests against the store and answers them.
 /// Errors become `{id, error}` lines; the daemon carries on.
@@ -11,17 +12,26 @@ final class ControlHandler: Sendable {
     let server: ControlServer
     let publisher: StatusPublisher
     let logger: Logger
-    let configuration: Configuration
+    let settings: Settings
     let receiptCopies = BlockingExecutor(label: "receipt-copy")
     /// The sync engine; nil when no server is configured.
     let drainer: Drainer?
 
-    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, configuration: Configuration, drainer: Drainer?) {
+    /// What the operations need to know of the configuration.
+    struct Settings: Sendable, Equatable {
+        var receiptMaxBytes: Int
+        /// For `status`: where things are.
+        var serverURL: String?
+        var stateDirectory: String
+        var spoolDirectory: String?
+    }
+
+    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?) {
         self.store = store
         self.server = server
         self.publisher = publisher
         self.logger = logger
-        self.configuration = configuration
+        self.settings = settings
         self.drainer = drainer
     }
 
@@ -140,7 +150,7 @@ final class ControlHandler: Sendable {
             drainer.sync(refresh: refresh)
             return SyncResult(refresh: refresh)
         case .stats:
-            return try await Drainer.statistics(store: store, sinceStart: drainer?.sinceStart() ?? SyncStats())
+            return try await statistics()
         case .edit(let ref, let fields):
             let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds)
             logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
@@ -166,7 +176,7 @@ final class ControlHandler: Sendable {
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
-            let maxBytes = configuration.receiptMaxBytes
+            let maxBytes = settings.receiptMaxBytes
             staged = try await receiptCopies.run { [store] in
                 try store.receipts.stage(from: receipt, jobUUID: ClientID.make(), maxBytes: maxBytes)
             }
@@ -190,14 +200,27 @@ final class ControlHandler: Sendable {
     private func status() async throws -> StatusReport {
         let summary = try await publisher.current()
         var contact: StatusReport.ServerContact?
-        if drainer != nil {
+        if let record = publisher.serverRecord {
             // As of the last contact: the summary's `server` says what it is now.
-            let health = publisher.serverHealth
+            let health = record.current.health
             contact = StatusReport.ServerContact(lastContactMilliseconds: health.lastContactMilliseconds, lastErrorClass: health.lastError?.errorClass,
                                                  lastError: health.lastError?.message, lastErrorMilliseconds: health.lastError?.milliseconds)
         }
-        return StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: configuration.serverURL,
-                            stateDirectory: configuration.stateDirectory, spoolDirectory: configuration.spoolDirectory,
+        return StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: settings.serverURL,
+                            stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
                             deviceID: store.deviceID, contact: contact)
+    }
+}
+
+extension ControlHandler {
+    /// `stats`: latency and failures since start (the engine's) and in
+    /// total (the store's, so they exist even without a server).
+    func statistics() async throws -> StatsReport {
+        let sinceStart = drainer?.sinceStart() ?? SyncStats()
+        let totals = try await store.totals()
+        return StatsReport(
+            sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures),
+            total: .init(applied: totals.latencyBuckets.values.reduce(0, +), latency: LatencySummary(histogram: totals.latencyBuckets),
+                         failures: totals.failures))
     }
 }

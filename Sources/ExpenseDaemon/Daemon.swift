@@ -1,7 +1,9 @@
 import DaemonSupport
 import ExpenseCore
+import ExpenseServerBackend
 import OutboxStore
 import Posix
+import SyncEngine
 import Systemd
 
 /// `expensed`'s life, top to bottom: parse, trap signals, lock the state
@@ -93,12 +95,19 @@ public enum Daemon {
         limits.idleTimeoutMilliseconds = configuration.controlIdleTimeoutMilliseconds
         limits.lineMaxBytes = configuration.controlLineMaxBytes
         let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: limits, access: access, logger: logger)
-        let publisher = StatusPublisher(store: store, server: server, serverConfigured: configuration.serverURL != nil)
-        let drainer = configuration.serverURL.map {
-            Drainer(store: store, baseURL: $0, configuration: configuration, publisher: publisher, logger: logger)
+        // The server's record exists with a server: the engine writes it,
+        // the publisher and `status` read it.
+        let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
+        let drainer: Drainer? = configuration.serverURL.flatMap { url in
+            record.map { record in
+                let backend = ExpenseServerBackend(settings: configuration.backendSettings(baseURL: url, deviceID: store.deviceID))
+                return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, logger: logger,
+                               onChange: { publisher.markChanged() })
+            }
         }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
-                                     configuration: configuration, drainer: drainer)
+                                     settings: configuration.controlHandlerSettings, drainer: drainer)
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in

@@ -1,6 +1,7 @@
 import ExpenseCore
 import OutboxStore
 import Posix
+import SyncEngine
 import Synchronization
 import Systemd
 
@@ -10,22 +11,25 @@ import Systemd
 public final class StatusPublisher: Sendable {
     let store: Store
     let server: ControlServer
+    /// The server's record, kept by the sync engine; nil without a server.
+    let serverRecord: ServerRecord?
     private let changes: AsyncStream<Void>
     private let changed: AsyncStream<Void>.Continuation
     private let extras: Mutex<Extras>
 
-    /// What the store cannot know: the server's health and spool counts.
+    /// What neither the store nor the engine knows: the spool's count,
+    /// and the summary published last.
     struct Extras {
-        var health: ServerHealth
         var spoolRejected = 0
         var last: QueueSummary?
     }
 
-    init(store: Store, server: ControlServer, serverConfigured: Bool) {
+    init(store: Store, server: ControlServer, serverRecord: ServerRecord?) {
         self.store = store
         self.server = server
+        self.serverRecord = serverRecord
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        extras = Mutex(Extras(health: ServerHealth(configured: serverConfigured)))
+        extras = Mutex(Extras())
     }
 
     /// Something may have changed the summary. With nobody to tell (no
@@ -41,24 +45,6 @@ public final class StatusPublisher: Sendable {
         changed.yield(())
     }
 
-    /// Applies what a contact with the server said to its health (the
-    /// drainer's only way to change it); the summary is republished when
-    /// the server's state changed.
-    /// - Returns: what `change` returns.
-    @discardableResult
-    func updateServer<R: Sendable>(_ change: (inout ServerHealth) -> R) -> R {
-        let (result, stateChanged) = extras.withLock { extras -> (R, Bool) in
-            let before = extras.health.state
-            let result = change(&extras.health)
-            return (result, extras.health.state != before)
-        }
-        if stateChanged { markChanged() }
-        return result
-    }
-
-    /// The server's health as of the last contact.
-    var serverHealth: ServerHealth { extras.withLock { $0.health } }
-
     /// `rejected/` holds `count` files now.
     func setSpoolRejected(_ count: Int) {
         let changedCount = extras.withLock { extras -> Bool in
@@ -71,10 +57,8 @@ public final class StatusPublisher: Sendable {
     /// The summary as it is now.
     public func current() async throws -> QueueSummary {
         var summary = try await store.summary()
-        extras.withLock {
-            summary.server = $0.health.state
-            summary.spoolRejected = $0.spoolRejected
-        }
+        summary.server = serverRecord?.current.state ?? .notConfigured
+        summary.spoolRejected = extras.withLock { $0.spoolRejected }
         return summary
     }
 

@@ -1,4 +1,4 @@
-@testable import ExpenseDaemon
+@testable import SyncEngine
 import ExpenseTestSupport
 import Foundation
 import Synchronization

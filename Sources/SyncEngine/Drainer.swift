@@ -1,5 +1,3 @@
-import ControlProtocol
-import Curl
 import DaemonSupport
 import ExpenseCore
 import OutboxStore
@@ -10,23 +8,29 @@ import Synchronization
 /// enqueue, a timer while anything is pending, watchdog ticks and `sync`.
 /// A trigger that fires during a pass joins it: the pass keeps taking jobs
 /// until none is eligible, and triggers collapse into at most one more pass.
-final class Drainer: Sendable {
+///
+/// It owns what is known of sending: the ``ServerRecord`` (it alone writes
+/// it), the credentials pause in it, and the statistics since start. It
+/// talks to the server only through its ``SyncBackend``.
+public final class Drainer: Sendable {
     let store: Store
-    let client: HTTPClient
+    let backend: any SyncBackend
     let tokens: TokenSource
-    let baseURL: String
-    let configuration: Configuration
-    let publisher: StatusPublisher
+    let settings: SyncSettings
+    /// Requests in flight at once: the concurrency, or fewer if the backend says so.
+    let width: Int
+    let record: ServerRecord
     let logger: Logger
+    /// The queue or the server's state may have changed: republish the summary.
+    let onChange: @Sendable () -> Void
     let policy: RetryPolicy
-    let digests = BlockingExecutor(label: "receipt-digest", width: 2)
     private let triggers: AsyncStream<Void>
     private let triggered: AsyncStream<Void>.Continuation
     let state = Mutex(State())
 
-    /// The pass's own bookkeeping. What is known of the server (reachable,
-    /// refusing the token, the last error) is not here: it is the
-    /// publisher's ``ServerHealth``, which only this type changes.
+    /// The pass's own bookkeeping and the statistics. What is known of the
+    /// server (reachable, refusing the token, the last error) is not here:
+    /// it is the ``ServerRecord``, which only this type changes.
     struct State: ~Copyable {
         /// `sync` asked for a pass even while paused.
         var forced = false
@@ -40,21 +44,36 @@ final class Drainer: Sendable {
         /// The daemon is stopping: claim nothing more.
         var stopping = false
         /// The sending part of the pass running, to tell it of triggers.
-        var sender: Sender?
+        var sender: PassRunner?
     }
 
-    init(store: Store, baseURL: String, configuration: Configuration, publisher: StatusPublisher, logger: Logger) {
+    /// - Parameters:
+    ///   - record: the server's record, which this engine alone changes.
+    ///   - onChange: called whenever the queue or the server's state may
+    ///     have changed (cheap: it is called for every batch of answers).
+    public init(settings: SyncSettings, store: Store, backend: any SyncBackend, record: ServerRecord, logger: Logger,
+                onChange: @escaping @Sendable () -> Void) {
+        self.settings = settings
         self.store = store
-        self.baseURL = baseURL
-        self.configuration = configuration
-        self.publisher = publisher
+        self.backend = backend
+        self.record = record
         self.logger = logger
-        client = HTTPClient(maxConnections: configuration.concurrency)
-        tokens = TokenSource(configuredPath: configuration.tokenFile)
-        policy = RetryPolicy(backoff: Backoff(baseMilliseconds: configuration.backoffBaseMilliseconds,
-                                              capMilliseconds: configuration.backoffCapMilliseconds),
-                             maxAttempts: configuration.maxAttempts)
+        self.onChange = onChange
+        width = min(settings.concurrency, backend.maxRequestsInFlight ?? settings.concurrency)
+        tokens = TokenSource(configuredPath: settings.tokenFile)
+        policy = RetryPolicy(backoff: Backoff(baseMilliseconds: settings.backoffBaseMilliseconds, capMilliseconds: settings.backoffCapMilliseconds),
+                             maxAttempts: settings.maxAttempts)
         (triggers, triggered) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Applies one outcome to the server's record, republishing the
+    /// summary when the state it shows changed.
+    /// - Returns: what `change` returns.
+    @discardableResult
+    func updateServer<R>(_ change: (inout ServerStatus) -> R) -> R {
+        let (result, changed) = record.update(change)
+        if changed { onChange() }
+        return result
     }
 
     /// Asks for a pass now, or joins the one running: its sender looks
@@ -62,8 +81,11 @@ final class Drainer: Sendable {
     /// for a slow answer), and one more pass follows it. The sender is
     /// told from a task: the caller (an add's answer, a watchdog tick)
     /// never does a pass's work.
-    func trigger() {
+    public func trigger() {
         if let sender = state.withLock({ $0.sender }) {
+            // Unstructured, and why it may be: the caller must not do the
+            // pass's work, and this task has nothing to be awaited for; a
+            // pass that ended meanwhile ignores the news.
             Task { sender.post(.triggered) }
         }
         triggered.yield(())
@@ -74,15 +96,15 @@ final class Drainer: Sendable {
     /// ended before this returns, so what the caller sees next (say the
     /// summary `sync --wait` follows) is the truth from now on, not the
     /// refusal of a token that has just been replaced.
-    func sync(refresh: Bool) {
+    public func sync(refresh: Bool) {
         tokens.reloadIfChanged()
         let generation = tokens.generation
         state.withLock {
             $0.forced = true
             if refresh { $0.refreshRequested = true }
         }
-        if publisher.serverHealth.isPaused {
-            publisher.updateServer { $0.resume(tokenGeneration: generation, force: true) }
+        if record.current.isPaused {
+            updateServer { $0.resume(tokenGeneration: generation, force: true) }
             logger.info("Sending resumed on request; the token file is used as it is now")
         }
         trigger()
@@ -90,9 +112,13 @@ final class Drainer: Sendable {
 
     /// Stops sending: requests in flight end at once (their jobs stay
     /// queued; a resend is a replay) and no more jobs are claimed.
-    func shutdown() {
-        state.withLock { $0.stopping = true }
-        client.shutdown()
+    public func shutdown() {
+        let sender = state.withLock { state in
+            state.stopping = true
+            return state.sender
+        }
+        sender?.post(.stopping)
+        backend.shutdown()
         triggered.finish()
     }
 
@@ -100,15 +126,15 @@ final class Drainer: Sendable {
 
     /// True unless a pass has made no progress for longer than one request
     /// may take: the watchdog withholds its ping then.
-    func isAlive() -> Bool {
-        let limit = UInt64(configuration.requestTimeoutMilliseconds + configuration.connectTimeoutMilliseconds + 10_000) * 1_000_000
+    public func isAlive() -> Bool {
+        let limit = UInt64(settings.longestRequestMilliseconds + 10_000) * 1_000_000
         return state.withLock { state in
             guard state.passing else { return true }
             return Clock.monotonicNanoseconds - state.lastProgress < limit
         }
     }
 
-    func run() async {
+    public func run() async {
         if let problem = tokens.current().problem { logger.warning("\(problem); requests go without credentials") }
         trigger()
         for await _ in triggers {
@@ -116,7 +142,7 @@ final class Drainer: Sendable {
             await scheduleNextWake()
         }
         state.withLock { $0.timer?.cancel() }
-        client.shutdown()
+        backend.shutdown()
     }
 
     /// One pass: send until nothing is eligible, the server is unreachable,
@@ -130,7 +156,7 @@ final class Drainer: Sendable {
         }
         // A token file read since the refusal (here or during a send) ends
         // the pause, and so does `sync`.
-        let paused = publisher.updateServer { $0.resume(tokenGeneration: generation, force: forced) }
+        let paused = updateServer { $0.resume(tokenGeneration: generation, force: forced) }
         if tokenChanged {
             let (token, problem, _) = tokens.current()
             if token != nil { logger.info("Token file read; sending with its token") }
@@ -162,13 +188,13 @@ final class Drainer: Sendable {
     /// Pauses sending after the server refused the token of `generation`,
     /// unless the token file changed since that request went out.
     /// - Returns: true when sending is paused.
-    func pauseForCredentials(refusedGeneration: Int, status: Int) -> Bool {
+    func pauseForCredentials(refusedGeneration: Int, code: String) -> Bool {
         tokens.reloadIfChanged()
         guard refusedGeneration == tokens.generation else { return false }
-        let first = publisher.updateServer { $0.refused(tokenGeneration: refusedGeneration, status: status, at: Clock.wallMilliseconds) }
+        let first = updateServer { $0.refused(tokenGeneration: refusedGeneration, code: code, at: Clock.wallMilliseconds) }
         state.withLock { $0.stats.recordFailure("auth") }
         if first {
-            logger.error("Server refused the credentials (\(status)); sending is paused until the token file changes or 'expensectl sync'",
+            logger.error("Server refused the credentials (\(code)); sending is paused until the token file changes or 'expensectl sync'",
                          messageID: .authPaused)
         }
         return true
@@ -177,15 +203,15 @@ final class Drainer: Sendable {
     /// Notes a transport failure (`reason`, the transport's own words);
     /// logs `message` at warning level only when it starts an outage.
     func noteUnreachable(_ message: String, reason: String, transactionID: String? = nil, jobUUID: String? = nil) {
-        let first = publisher.updateServer { $0.unreachable(reason, at: Clock.wallMilliseconds) }
+        let first = updateServer { $0.unreachable(reason, at: Clock.wallMilliseconds) }
         if first { logger.warning(message, transactionID: transactionID, jobUUID: jobUUID) }
         else { logger.debug(message, transactionID: transactionID, jobUUID: jobUUID) }
     }
 
     /// Notes what an HTTP answer says of the server (it is there), with
     /// `outcome` applied to its health; logs the end of an outage.
-    func noteAnswer(_ outcome: (inout ServerHealth) -> Void) {
-        let wasUnreachable = publisher.updateServer { health -> Bool in
+    func noteAnswer(_ outcome: (inout ServerStatus) -> Void) {
+        let wasUnreachable = updateServer { health -> Bool in
             let was = health.state == .unreachable
             outcome(&health)
             return was
@@ -208,8 +234,13 @@ final class Drainer: Sendable {
     /// refuses our credentials (see ``Sender``). Jobs claimed but not sent
     /// when it stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
-        let sender = Sender(self)
-        state.withLock { $0.sender = sender }
+        let sender = PassRunner(self)
+        let stopping = state.withLock { state in
+            state.sender = sender
+            return state.stopping
+        }
+        // A shutdown before the runner was known could not tell it.
+        if stopping { sender.post(.stopping) }
         let (stop, claimed) = await sender.run()
         state.withLock { $0.sender = nil }
         do {
@@ -217,7 +248,7 @@ final class Drainer: Sendable {
         } catch {
             logger.error("Failed to return unsent jobs to the queue: \(error); they are requeued at next start")
         }
-        if !claimed.isEmpty { publisher.markChanged() }
+        if !claimed.isEmpty { onChange() }
         return stop
     }
 
@@ -225,7 +256,7 @@ final class Drainer: Sendable {
     /// interval or when the first backing-off job is due, whichever is
     /// sooner; and when the next refresh is due. Nothing pending, no timer.
     private func scheduleNextWake() async {
-        let interval = configuration.drainIntervalMilliseconds
+        let interval = settings.drainIntervalMilliseconds
         var wake: Int64?
         if let pending = try? await store.pendingWork(), pending.queued {
             wake = interval
@@ -238,13 +269,15 @@ final class Drainer: Sendable {
         // unreachable (or not yet contacted), it looks for the server: the
         // refresh that is due then is what tells it is back, within one
         // interval, even with nothing queued.
-        let health = publisher.serverHealth
-        if health.isPaused || health.wantsContact { wake = wake ?? interval }
+        let server = record.current
+        if server.isPaused || server.wantsContact { wake = wake ?? interval }
         if let lastRefresh {
             let elapsed = Int64((Clock.monotonicNanoseconds - lastRefresh) / 1_000_000)
-            let untilRefresh = max(configuration.refreshIntervalMilliseconds - elapsed, 0)
+            let untilRefresh = max(settings.refreshIntervalMilliseconds - elapsed, 0)
             wake = min(wake ?? untilRefresh, untilRefresh)
         }
+        // Owned by `state.timer`: cancelled when the next pass schedules
+        // another, and when the engine stops.
         let timer: Task<Void, Never>? = wake.map { delay in
             Task { [self] in
                 guard (try? await Task.sleep(for: .milliseconds(delay))) != nil else { return }
@@ -263,24 +296,15 @@ final class Drainer: Sendable {
     /// is one small request, normally empty, and the cheapest that proves
     /// both that the server answers and that it takes the token.
     private func refreshDue() -> Bool {
-        if publisher.serverHealth.wantsContact { return true }
+        if record.current.wantsContact { return true }
         return state.withLock { state in
             guard let last = state.lastRefresh else { return true }
             if state.refreshRequested { return true }
-            return Clock.monotonicNanoseconds - last >= UInt64(configuration.refreshIntervalMilliseconds) * 1_000_000
+            return Clock.monotonicNanoseconds - last >= UInt64(settings.refreshIntervalMilliseconds) * 1_000_000
         }
     }
 
-    /// What this run has done so far.
-    func sinceStart() -> SyncStats { state.withLock { $0.stats } }
-
-    /// `stats`: latency and failures since start and in total (the totals
-    /// come from the store, so they exist even without a server).
-    static func statistics(store: Store, sinceStart: SyncStats) async throws -> StatsReport {
-        let totals = try await store.totals()
-        return StatsReport(
-            sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures),
-            total: .init(applied: totals.latencyBuckets.values.reduce(0, +), latency: LatencySummary(histogram: totals.latencyBuckets),
-                         failures: totals.failures))
-    }
+    /// What this run has done so far: `stats`' since-start half (the
+    /// totals are the store's).
+    public func sinceStart() -> SyncStats { state.withLock { $0.stats } }
 }

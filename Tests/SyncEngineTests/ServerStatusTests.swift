@@ -1,45 +1,44 @@
-@testable import ExpenseDaemon
+@testable import SyncEngine
 import Testing
 
-/// The one record of the server's health, step by step as the drainer
-/// changes it.
-@Suite struct ServerHealthTests {
-    @Test func notConfigured_orUnknownUntilTheFirstContact() {
-        #expect(ServerHealth(configured: false).state == .notConfigured)
-        let health = ServerHealth(configured: true)
+/// The one record of the server (its health and the credentials pause),
+/// step by step as the engine changes it.
+@Suite struct ServerStatusTests {
+    @Test func unknownUntilTheFirstContact() {
+        let health = ServerStatus()
         #expect(health.state == .unknown)
         #expect(health.wantsContact)
-        #expect(health.lastContactMilliseconds == nil && health.lastError == nil)
+        #expect(health.health.lastContactMilliseconds == nil && health.health.lastError == nil)
     }
 
     @Test func outage_isLoggedOnce_andALaterSuccessClearsItsError() {
-        var health = ServerHealth(configured: true)
+        var health = ServerStatus()
         health.succeeded(at: 1000)
-        #expect(health.state == .ok && health.lastContactMilliseconds == 1000)
+        #expect(health.state == .ok && health.health.lastContactMilliseconds == 1000)
         let first = health.unreachable("couldn't connect", at: 2000)
         let second = health.unreachable("couldn't connect", at: 3000)
         #expect(first, "the first failure starts an outage")
         #expect(!second, "the second does not")
         #expect(health.state == .unreachable && health.wantsContact)
-        #expect(health.lastError == ServerHealth.Failure(errorClass: "transport", message: "couldn't connect", milliseconds: 3000))
-        #expect(health.lastContactMilliseconds == 1000, "the last contact stays the last answer")
+        #expect(health.health.lastError == ServerHealth.Failure(errorClass: "transport", message: "couldn't connect", milliseconds: 3000))
+        #expect(health.health.lastContactMilliseconds == 1000, "the last contact stays the last answer")
         health.succeeded(at: 4000)
-        #expect(health.state == .ok && health.lastError == nil && health.lastContactMilliseconds == 4000)
+        #expect(health.state == .ok && health.health.lastError == nil && health.health.lastContactMilliseconds == 4000)
         #expect(!health.wantsContact)
     }
 
     @Test func answerThatIsAFailure_isTheLastError_butTheServerIsThere() {
-        var health = ServerHealth(configured: true)
+        var health = ServerStatus()
         _ = health.unreachable("timeout", at: 1)
         health.failed("transient", "503 unavailable", at: 2)
         #expect(health.state == .ok)
-        #expect(health.lastError?.errorClass == "transient" && health.lastError?.milliseconds == 2)
+        #expect(health.health.lastError?.errorClass == "transient" && health.health.lastError?.milliseconds == 2)
     }
 
     @Test func refusal_pausesUntilTheTokenChangesOrSyncForces() {
-        var health = ServerHealth(configured: true)
-        let pauses = health.refused(tokenGeneration: 3, status: 401, at: 10)
-        let again = health.refused(tokenGeneration: 3, status: 401, at: 11)
+        var health = ServerStatus()
+        let pauses = health.refused(tokenGeneration: 3, code: "401", at: 10)
+        let again = health.refused(tokenGeneration: 3, code: "401", at: 11)
         #expect(pauses && !again, "one pause, logged once")
         #expect(health.state == .needsCredentials && health.isPaused)
         health.answered(at: 12)
@@ -50,10 +49,10 @@ import Testing
         let newToken = health.resume(tokenGeneration: 4, force: false)
         #expect(!newToken, "a new token file ends the pause")
         #expect(health.state == .unknown && health.wantsContact)
-        _ = health.refused(tokenGeneration: 4, status: 403, at: 20)
+        _ = health.refused(tokenGeneration: 4, code: "403", at: 20)
         let forced = health.resume(tokenGeneration: 4, force: true)
         #expect(!forced, "sync ends it with the same token")
         #expect(health.state == .unknown)
-        #expect(health.lastError?.errorClass == "auth", "until a success says otherwise")
+        #expect(health.health.lastError?.errorClass == "auth", "until a success says otherwise")
     }
 }

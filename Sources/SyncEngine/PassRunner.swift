@@ -1,4 +1,3 @@
-import Curl
 import DaemonSupport
 import ExpenseCore
 import Posix
@@ -12,7 +11,9 @@ extension Drainer {
         case triggered
         /// Jobs claimed, by a claim that started after `changes` recordings and triggers.
         case claimed([OutboxJob], afterChanges: Int)
-        case answered(OutboxJob, Sent)
+        case answered(OutboxJob, Answer)
+        /// The daemon is stopping: claim and send nothing more.
+        case stopping
         /// Answers recorded; a batch of plain ones, or one handled alone.
         case recorded(Stop?, count: Int, batch: Bool)
         /// Answers waiting to be recorded have waited long enough.
@@ -48,7 +49,7 @@ extension Drainer {
     /// request goes out while eight times `concurrency` answers wait or are
     /// being recorded. The next jobs are claimed while the last ones are
     /// being sent.
-    final class Sender: @unchecked Sendable {
+    final class PassRunner: @unchecked Sendable {
         private let drainer: Drainer
         private let width: Int
         private let mailbox = Mutex(Mailbox())
@@ -67,7 +68,7 @@ extension Drainer {
         private var sending = 0, recording = 0, claiming = false, recordingBatch = false
         /// A hold-over timer is running; it has fired since the last batch.
         private var holding = false, heldLongEnough = false
-        private var plain: [(OutboxJob, HTTPResponse)] = []
+        private var plain: [(OutboxJob, SyncOutcome)] = []
         /// Recordings finished and triggers so far: a claim that started
         /// before the last one may have missed what it made eligible.
         private var changes = 0
@@ -79,7 +80,7 @@ extension Drainer {
 
         init(_ drainer: Drainer) {
             self.drainer = drainer
-            width = drainer.configuration.concurrency
+            width = drainer.width
         }
 
         /// Sends until done. Returns why the pass must stop (if it must) and
@@ -132,17 +133,17 @@ extension Drainer {
                 exhausted = false
             case .claimed(let jobs, let seen):
                 claiming = false
-                if !jobs.isEmpty { drainer.publisher.markChanged() }
+                if !jobs.isEmpty { drainer.onChange() }
                 else if seen == changes { exhausted = true }
                 claimed += jobs
-            case .answered(let job, let sent):
+            case .answered(let job, let answer):
                 sending -= 1
-                if sent.result != nil { FaultPoints.hit("after-response") }
-                if let response = sent.plainResponse {
-                    plain.append((job, response))
+                if answer.madeARequest { FaultPoints.hit("after-response") }
+                if answer.isPlain {
+                    plain.append((job, answer.outcome))
                 } else {
                     recording += 1
-                    Task { [self, drainer] in post(.recorded(await drainer.handle(job, sent), count: 1, batch: false)) }
+                    Task { [self, drainer] in post(.recorded(await drainer.handle(job, answer), count: 1, batch: false)) }
                 }
             case .recorded(let reason, let count, let batch):
                 recording -= count
@@ -151,6 +152,8 @@ extension Drainer {
                 exhausted = false
                 drainer.markProgress()
                 if let reason, stop == nil { stop = reason }
+            case .stopping:
+                break
             case .holdOver:
                 holding = false
                 heldLongEnough = !plain.isEmpty

@@ -1,42 +1,66 @@
+import Curl
+import ExpenseCore
+@testable import ExpenseServerBackend
+import SyncEngine
 import Testing
-@testable import ExpenseCore
 
-@Suite struct OutcomeTests {
+/// contract.md's table: expense-server's statuses as the engine's outcomes.
+@Suite struct AnswerClassificationTests {
     @Test(arguments: [
-        (200, nil, Outcome.applied), (201, nil, .applied),
-        (408, nil, .transient), (425, nil, .transient), (429, nil, .transient),
+        (408, nil, SyncFailure.Kind.transient), (425, nil, .transient), (429, nil, .transient),
         (500, nil, .transient), (502, nil, .transient), (503, nil, .transient), (504, nil, .transient),
         (409, "request_in_progress", .inProgress), (409, "other", .rejected),
-        (401, nil, .auth), (403, nil, .auth),
-        (400, "invalid_field", .rejected), (404, nil, .rejected), (422, "idempotency_key_reused", .rejected),
-        (413, nil, .rejected), (415, nil, .rejected),
-    ] as [(Int, String?, Outcome)])
-    func classify_followsTheContractTable(status: Int, code: String?, expected: Outcome) {
-        #expect(Outcome.classify(status: status, errorCode: code) == expected)
+        (400, "invalid_field", .rejected), (404, nil, .notFound), (410, "expense_deleted", .gone), (422, "idempotency_key_reused", .rejected),
+        (413, nil, .rejected), (415, nil, .rejected), (302, nil, .rejected), (100, nil, .rejected),
+    ] as [(Int, String?, SyncFailure.Kind)])
+    func failures_followTheContractTable(status: Int, code: String?, expected: SyncFailure.Kind) {
+        let body = code.map { Array(#"{"error":{"code":"\#($0)","message":"m"}}"#.utf8) } ?? []
+        guard case .failed(let failure) = ExpenseServerBackend.outcome(status: status, body: body, retryAfter: "7", replayed: false) else {
+            Issue.record("\(status) is not a failure")
+            return
+        }
+        #expect(failure.kind == expected, "\(status)")
+        #expect(failure.summary == "\(status)" + (code.map { " \($0): m" } ?? ""))
+        #expect(failure.retryAfterMilliseconds == 7000)
     }
 
-    @Test func backoff_isCappedAndJittered() {
-        let backoff = Backoff(baseMilliseconds: 1000, capMilliseconds: 300_000)
-        #expect(backoff.delay(attempt: 1, random: { 1 }) == 1000)
-        #expect(backoff.delay(attempt: 3, random: { 1 }) == 4000)
-        #expect(backoff.delay(attempt: 3, random: { 0.5 }) == 2000)
-        #expect(backoff.delay(attempt: 3, random: { 0 }) == 0)
-        #expect(backoff.delay(attempt: 30, random: { 1 }) == 300_000)
-        #expect(backoff.delay(attempt: 1000, random: { 1 }) == 300_000)
+    @Test(arguments: [401, 403])
+    func refusals_areAuth(status: Int) {
+        #expect(ExpenseServerBackend.outcome(status: status, body: Array(#"{"error":{"code":"unauthorized","message":"no"}}"#.utf8), retryAfter: nil, replayed: false)
+                == .refused(code: "\(status)", summary: "\(status) unauthorized: no"))
     }
 
-    @Test func backoff_honoursRetryAfter() {
-        let backoff = Backoff(baseMilliseconds: 1000, capMilliseconds: 300_000)
-        #expect(backoff.delay(attempt: 1, retryAfterMilliseconds: 7000, random: { 0 }) == 7000)
-        #expect(backoff.delay(attempt: 1, retryAfterMilliseconds: 10_000_000, random: { 0 }) == 300_000)
-        #expect(Backoff.parseRetryAfter("7") == 7000)
-        #expect(Backoff.parseRetryAfter(" 2 ") == 2000)
-        #expect(Backoff.parseRetryAfter("-1") == nil)
-        #expect(Backoff.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == nil)
+    @Test func applied_carriesTheExpenseAndTheReplay() {
+        let body = Array(#"{"transaction_id":"cp-0206e11a39722b8b0b0d34","client_id":"c","merchant":"A","version":2}"#.utf8)
+        guard case .applied(let expense?, true, "200") = ExpenseServerBackend.outcome(status: 200, body: body, retryAfter: nil, replayed: true) else {
+            Issue.record("expected applied with an expense")
+            return
+        }
+        #expect(expense.merchant == "A" && expense.version == 2)
+        #expect(ExpenseServerBackend.outcome(status: 201, body: Array("not json".utf8), retryAfter: nil, replayed: false) == .applied(nil, replayed: false, code: "201"))
+    }
+
+    @Test func aListing_isAPage_orMalformed_orAFailure() {
+        func reply(_ status: Int, _ body: String) -> ChangesReply {
+            ExpenseServerBackend.changes(from: .success(HTTPResponse(status: status, headers: [], body: Array(body.utf8))))
+        }
+        #expect(reply(200, #"{"expenses":[{"transaction_id":"cp-1","version":3}],"next_cursor":"c2","has_more":true}"#)
+                == .page(ChangesPage(expenses: [CanonicalExpense(json: ["transaction_id": "cp-1", "version": 3])!], nextCursor: "c2", hasMore: true)))
+        #expect(reply(200, #"{"expenses":[{"version":3}]}"#) == .malformed, "an expense without its id")
+        #expect(reply(200, "<html>") == .malformed)
+        #expect(reply(401, "") == .refused(code: "401"))
+        #expect(reply(503, "") == .failed(SyncFailure(.transient, summary: "503")))
+        #expect(ExpenseServerBackend.changes(from: .failure(TransportError(code: 7, message: "refused", requestSent: false))) == .unanswered(reason: "refused"))
+    }
+
+    @Test func cursors_arePercentEncoded() {
+        #expect(ExpenseServerBackend.percentEncoded("a b/c~d-e_f.g+h") == "a%20b%2Fc~d-e_f.g%2Bh")
     }
 }
 
-@Suite struct RetryPolicyTests {
+/// The retry policy applied to expense-server's answers: what each status
+/// does to a job, end to end through the classification.
+@Suite struct ExpenseServerRetryTests {
     let policy = RetryPolicy(backoff: Backoff(baseMilliseconds: 1000, capMilliseconds: 60_000), maxAttempts: 5, maxTransientAttempts: 3)
     let create = OutboxJob(seq: 1, uuid: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", kind: .create, transactionID: "cp-0206e11a39722b8b0b0d34")
 
@@ -136,5 +160,13 @@ import Testing
             #expect(hint.contains("'expensectl retry cp-1'") == AttentionHint.canRetry(errorClass: errorClass), "\(errorClass): \(hint)")
         }
         #expect(!AttentionHint.canRetry(errorClass: "gone"))
+    }
+}
+
+extension RetryPolicy {
+    /// The update for `job` after expense-server answered `status` with
+    /// `body`: the classification, then the policy, as the engine applies them.
+    func update(for job: OutboxJob, status: Int, body: [UInt8], retryAfter: String?, now: Int64, random: () -> Double) -> JobUpdate {
+        update(for: job, after: ExpenseServerBackend.outcome(status: status, body: body, retryAfter: retryAfter, replayed: false), now: now, random: random)
     }
 }

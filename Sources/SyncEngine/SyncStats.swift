@@ -1,16 +1,17 @@
 import ExpenseCore
-import OutboxStore
 
 /// What the sync engine has done since start: applied jobs' latencies
 /// (enqueue to applied) and failures by class. Totals across restarts live
 /// in the store (``Store/totals()``).
-struct SyncStats: Sendable {
+public struct SyncStats: Sendable {
     /// The newest latencies, at most ``capacity`` of them.
     private(set) var latencies: [Int64] = []
     private var next = 0
-    private(set) var applied = 0
-    private(set) var failures: [String: Int] = [:]
+    public private(set) var applied = 0
+    public private(set) var failures: [String: Int] = [:]
     static let capacity = 100_000
+
+    public init() {}
 
     mutating func recordApplied(latencyMilliseconds: Int64) {
         applied += 1
@@ -27,5 +28,5 @@ struct SyncStats: Sendable {
     }
 
     /// p50, p95 and max of the kept latencies.
-    var latency: LatencySummary { LatencySummary(samples: latencies) }
+    public var latency: LatencySummary { LatencySummary(samples: latencies) }
 }

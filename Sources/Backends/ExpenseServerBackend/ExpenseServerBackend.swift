@@ -1,0 +1,130 @@
+import Curl
+import DaemonSupport
+import Digest
+import ExpenseCore
+import Posix
+import SyncEngine
+
+/// expense-server's HTTP contract (docs/contract.md) behind the sync
+/// engine's seam: jobs become its requests, with `Idempotency-Key` so that
+/// a retry is a replay, and its answers become ``SyncOutcome``s as the
+/// contract's table says. The only place besides the Curl wrapper that
+/// knows HTTP.
+public final class ExpenseServerBackend: SyncBackend {
+    public struct Settings: Sendable, Equatable {
+        /// The base URL, without a trailing slash.
+        public var baseURL: String
+        /// Connections, and requests in flight, at once.
+        public var connections: Int
+        public var connectTimeoutMilliseconds: Int64
+        public var requestTimeoutMilliseconds: Int64
+        /// This install's id, sent with every create as `device_id`.
+        public var deviceID: String
+
+        public init(baseURL: String, connections: Int, connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, deviceID: String) {
+            self.baseURL = baseURL
+            self.connections = connections
+            self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+            self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
+            self.deviceID = deviceID
+        }
+    }
+
+    let settings: Settings
+    let client: HTTPClient
+    /// Receipts are hashed here, off the HTTP thread and the cooperative pool.
+    let digests = BlockingExecutor(label: "receipt-digest", width: 2)
+
+    public init(settings: Settings) {
+        self.settings = settings
+        client = HTTPClient(maxConnections: settings.connections)
+    }
+
+    /// The server takes concurrent requests: the engine's concurrency decides.
+    public var maxRequestsInFlight: Int? { nil }
+
+    public func describe(_ job: OutboxJob) -> String {
+        let request = ExpenseServerRequest.make(for: job, deviceID: settings.deviceID)
+        return "\(request.method) \(request.path)"
+    }
+
+    /// Hands the job's request to the HTTP client. A receipt is hashed
+    /// first (for `Repr-Digest`) on the digest threads, and its request
+    /// leaves from there; a receipt that cannot be read is answered
+    /// `receiptUnreadable` without a request.
+    public func send(_ job: OutboxJob, receiptPath: String?, token: String?, answered: @escaping @Sendable (SyncOutcome) -> Void) {
+        let request = ExpenseServerRequest.make(for: job, deviceID: settings.deviceID)
+        switch request.body {
+        case .none:
+            start(request, body: .none, token: token, answered: answered)
+        case .json(let bytes):
+            start(request, body: .bytes(bytes), token: token, answered: answered)
+        case .receipt(let size, _):
+            guard let receiptPath else {
+                answered(.receiptUnreadable(reason: "the job names no receipt file"))
+                return
+            }
+            // Unstructured, and why it may be: `send` is called in the
+            // engine's turn, often on the HTTP thread, which must not wait
+            // for a file; this task ends by calling `answered`, which the
+            // engine counts as outstanding until then (it is the owner).
+            Task { [self] in
+                do {
+                    let digest = try await digests.run { try Self.digest(of: receiptPath) }
+                    start(request, body: .file(path: receiptPath, size: size), digest: digest, token: token, answered: answered)
+                } catch {
+                    answered(.receiptUnreadable(reason: "\(error)"))
+                }
+            }
+        }
+    }
+
+    /// Hands the request over: `body` as the job's, and a receipt file's `Repr-Digest`.
+    private func start(_ request: ExpenseServerRequest, body: HTTPRequest.Body, digest: String? = nil, token: String?,
+                       answered: @escaping @Sendable (SyncOutcome) -> Void) {
+        var headers = request.headers
+        if let digest { headers.append(("Repr-Digest", "sha-256=:\(digest):")) }
+        var total = settings.requestTimeoutMilliseconds
+        if case .file(_, let size) = body {
+            // A large receipt on a slow uplink needs longer than a small
+            // request: 64 KiB/s more. The low-speed limit still ends a stall.
+            total += size * 1000 / (64 * 1024)
+        }
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var http = HTTPRequest(method: request.method, url: settings.baseURL + request.path, headers: headers, body: body,
+                               connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds, totalTimeoutMilliseconds: total)
+        http.lowSpeedSeconds = 30
+        client.start(http) { result in answered(Self.outcome(of: result)) }
+    }
+
+    /// Base64 of the SHA-256 of a file, read in chunks: `Repr-Digest`.
+    static func digest(of path: String) throws -> String {
+        let fd = try FileDescriptor.open(path, [.readOnly, .noFollow])
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var offset: Int64 = 0
+        while true {
+            let n = try fd.read(into: &buffer, at: offset)
+            if n == 0 { break }
+            buffer[0..<n].withUnsafeBytes { hasher.update($0) }
+            offset += Int64(n)
+        }
+        return Base64.encode(hasher.finalize())
+    }
+
+    /// `GET /v1/expenses?since=…&limit=500`.
+    public func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply {
+        var url = settings.baseURL + "/v1/expenses?limit=500"
+        if let cursor { url += "&since=" + Self.percentEncoded(cursor) }
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let result = await client.send(HTTPRequest(method: "GET", url: url, headers: headers,
+                                                   connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
+                                                   totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds))
+        return Self.changes(from: result)
+    }
+
+    public func shutdown() {
+        client.shutdown()
+    }
+}

@@ -1,0 +1,30 @@
+import ExpenseServerBackend
+import SyncEngine
+
+// The configuration mapped into each subsystem's own settings: no
+// subsystem sees the whole Configuration.
+extension Configuration {
+    var syncSettings: SyncSettings {
+        var settings = SyncSettings()
+        settings.concurrency = concurrency
+        settings.drainIntervalMilliseconds = drainIntervalMilliseconds
+        settings.refreshIntervalMilliseconds = refreshIntervalMilliseconds
+        settings.backoffBaseMilliseconds = backoffBaseMilliseconds
+        settings.backoffCapMilliseconds = backoffCapMilliseconds
+        settings.maxAttempts = maxAttempts
+        settings.tokenFile = tokenFile
+        settings.longestRequestMilliseconds = connectTimeoutMilliseconds + requestTimeoutMilliseconds
+        return settings
+    }
+
+    /// expense-server's settings, with this install's device id (the store's).
+    func backendSettings(baseURL: String, deviceID: String) -> ExpenseServerBackend.Settings {
+        ExpenseServerBackend.Settings(baseURL: baseURL, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                                      requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
+    }
+
+    var controlHandlerSettings: ControlHandler.Settings {
+        ControlHandler.Settings(receiptMaxBytes: receiptMaxBytes, serverURL: serverURL, stateDirectory: stateDirectory,
+                                spoolDirectory: spoolDirectory)
+    }
+}
