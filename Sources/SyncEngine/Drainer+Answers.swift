@@ -6,7 +6,7 @@ import Posix
 extension Drainer {
     /// One job's trip: what the backend made of it, and the generation of
     /// the token it carried.
-    struct Answer: Sendable {
+    struct Answer: Sendable, Equatable {
         let outcome: SyncOutcome
         let tokenGeneration: Int
 
@@ -85,12 +85,12 @@ extension Drainer {
     /// Records plain answers (the server was reached, with our
     /// credentials): the retry policy decides each job's fate, one
     /// transaction stores them, then receipt files go and each outcome is logged.
-    func record(_ answers: [(OutboxJob, SyncOutcome)]) async {
+    func record(_ answers: [PassMachine.PlainAnswer]) async {
         let now = Clock.wallMilliseconds
         noteAnswer { $0.answered(at: now) }
-        let updates = answers.map { job, outcome in
-            (job: job, update: policy.update(for: job, after: outcome, now: now, random: { Double.random(in: 0...1) }),
-             goneOnServer: outcome.isGone)
+        let updates = answers.map { answer in
+            (job: answer.job, update: policy.update(for: answer.job, after: answer.outcome, now: now, random: { Double.random(in: 0...1) }),
+             goneOnServer: answer.outcome.isGone)
         }
         let results: [Result<String?, any Error>]
         do {
@@ -98,7 +98,8 @@ extension Drainer {
         } catch {
             results = updates.map { _ in .failure(error) }
         }
-        for ((job, update, _), ((_, outcome), result)) in zip(updates, zip(answers, results)) {
+        for ((job, update, _), (answer, result)) in zip(updates, zip(answers, results)) {
+            let outcome = answer.outcome
             switch result {
             case .failure(let error):
                 logger.error("Failed to record the server's answer (\(outcome.code)): \(error); the job is resent after restart as a replay",

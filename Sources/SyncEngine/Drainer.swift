@@ -44,7 +44,7 @@ public final class Drainer: Sendable {
         /// The daemon is stopping: claim nothing more.
         var stopping = false
         /// The sending part of the pass running, to tell it of triggers.
-        var sender: PassRunner?
+        var runner: PassRunner?
     }
 
     /// - Parameters:
@@ -76,18 +76,13 @@ public final class Drainer: Sendable {
         return result
     }
 
-    /// Asks for a pass now, or joins the one running: its sender looks
+    /// Asks for a pass now, or joins the one running: its sending looks
     /// for eligible jobs again even when it found none (it may be waiting
-    /// for a slow answer), and one more pass follows it. The sender is
-    /// told from a task: the caller (an add's answer, a watchdog tick)
-    /// never does a pass's work.
+    /// for a slow answer), and one more pass follows it. The running pass
+    /// is told from a task of its own: the caller (an add's answer, a
+    /// watchdog tick) never does a pass's work.
     public func trigger() {
-        if let sender = state.withLock({ $0.sender }) {
-            // Unstructured, and why it may be: the caller must not do the
-            // pass's work, and this task has nothing to be awaited for; a
-            // pass that ended meanwhile ignores the news.
-            Task { sender.post(.triggered) }
-        }
+        state.withLock { $0.runner }?.postLater(.triggered)
         triggered.yield(())
     }
 
@@ -113,11 +108,11 @@ public final class Drainer: Sendable {
     /// Stops sending: requests in flight end at once (their jobs stay
     /// queued; a resend is a replay) and no more jobs are claimed.
     public func shutdown() {
-        let sender = state.withLock { state in
+        let runner = state.withLock { state in
             state.stopping = true
-            return state.sender
+            return state.runner
         }
-        sender?.post(.stopping)
+        runner?.post(.stopping)
         backend.shutdown()
         triggered.finish()
     }
@@ -231,18 +226,18 @@ public final class Drainer: Sendable {
     enum Stop: Equatable { case unreachable, credentials }
 
     /// Sends until nothing is eligible, the server is unreachable, or it
-    /// refuses our credentials (see ``Sender``). Jobs claimed but not sent
-    /// when it stops go back to the queue.
+    /// refuses our credentials (see ``PassMachine``). Jobs claimed but not
+    /// sent when it stops go back to the queue.
     private func sendEligibleJobs() async -> Stop? {
-        let sender = PassRunner(self)
+        let runner = PassRunner(self)
         let stopping = state.withLock { state in
-            state.sender = sender
+            state.runner = runner
             return state.stopping
         }
         // A shutdown before the runner was known could not tell it.
-        if stopping { sender.post(.stopping) }
-        let (stop, claimed) = await sender.run()
-        state.withLock { $0.sender = nil }
+        if stopping { runner.post(.stopping) }
+        let (stop, claimed) = await runner.run()
+        state.withLock { $0.runner = nil }
         do {
             noteDropped(try await store.release(claimed))
         } catch {
