@@ -54,9 +54,16 @@ let package = Package(
         // code besides the Curl wrapper.
         .target(name: "ExpenseServerBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
                 path: "Sources/Backends/ExpenseServerBackend"),
+        // The control socket's I/O: connections, framing, peer checks, limits,
+        // watchers. It hands typed requests to the daemon and never touches
+        // the store or the engine.
+        .target(name: "ControlSocket", dependencies: ["ControlProtocol", "DaemonSupport", "ExpenseCore", "Posix"]),
+        // The spool: a watched directory whose files become jobs in the store.
+        // It tells the engine and the publisher only through SpoolEvents.
+        .target(name: "SpoolIntake", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Digest", "Posix"]),
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
-        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "DaemonSupport", "OutboxStore", "SyncEngine", "ExpenseServerBackend",
-                                                      "ExpenseCore", "Posix", "Systemd"]),
+        .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
+                                                      "SyncEngine", "ExpenseServerBackend", "ExpenseCore", "Posix", "Systemd"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
@@ -94,7 +101,9 @@ let package = Package(
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix", "Digest"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
-        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "DaemonSupport", "OutboxStore", "ExpenseTestSupport"]),
+        .testTarget(name: "SpoolIntakeTests", dependencies: ["SpoolIntake", "DaemonSupport", "OutboxStore", "ExpenseCore", "ExpenseTestSupport",
+                                                         "Posix", "SQLite"]),
+        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),

@@ -4,62 +4,6 @@ import ExpenseCore
 import Posix
 import Synchronization
 
-/// Identifies one control connection for the life of the daemon.
-public typealias ConnectionID = UInt64
-
-/// A checked request handed from the socket thread to the handlers.
-public struct IncomingRequest: Sendable {
-    public let connection: ConnectionID
-    public let request: ControlRequest
-    /// The receipt's descriptor, for an `add` that said `"receipt": true`.
-    public let receipt: FileDescriptor?
-    public let peer: PeerCredentials
-}
-
-/// What the socket thread does after writing a response.
-public enum ResponseAction: Sendable {
-    /// Read the connection's next request.
-    case next
-    /// Stream queue summaries on this connection from now on (`watch`).
-    /// `seenVersion` is the published version current when the answered
-    /// summary was read: anything published later is sent too.
-    case watch(id: JSONValue, seenVersion: Int)
-}
-
-/// Who may use the control socket: root, the daemon's own user, and
-/// members of one configured group (checked with `SO_PEERCRED`).
-public struct AccessPolicy: Sendable {
-    public let daemonUID: UInt32
-    public let groupID: UInt32?
-    public let groupName: String?
-
-    public init(daemonUID: UInt32, groupID: UInt32?, groupName: String?) {
-        self.daemonUID = daemonUID
-        self.groupID = groupID
-        self.groupName = groupName
-    }
-
-    public func allows(_ peer: PeerCredentials) -> Bool {
-        if peer.uid == 0 || peer.uid == daemonUID { return true }
-        guard let groupID else { return false }
-        return peer.gid == groupID || peer.groups.contains(groupID)
-    }
-
-    func refusal(_ peer: PeerCredentials) -> String {
-        var allowed = "root and uid \(daemonUID)"
-        if let groupName { allowed += " and members of group '\(groupName)'" }
-        return "uid \(peer.uid) may not use expensed (allowed: \(allowed))"
-    }
-}
-
-/// Limits on what one client can make the daemon hold.
-public struct ControlLimits: Sendable {
-    public var maxConnections = 64
-    public var idleTimeoutMilliseconds: Int64 = 30_000
-    public var lineMaxBytes = 1 << 20
-    public init() {}
-}
-
 /// The control socket's I/O: one dedicated thread polls the listener and
 /// every connection, frames lines, checks peers and limits, and hands
 /// parsed requests to the handlers through ``requests``. Handlers answer

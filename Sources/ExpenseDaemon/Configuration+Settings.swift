@@ -1,4 +1,6 @@
+import ControlSocket
 import ExpenseServerBackend
+import SpoolIntake
 import SyncEngine
 
 // The configuration mapped into each subsystem's own settings: no
@@ -26,5 +28,17 @@ extension Configuration {
     var controlHandlerSettings: ControlHandler.Settings {
         ControlHandler.Settings(receiptMaxBytes: receiptMaxBytes, serverURL: serverURL, stateDirectory: stateDirectory,
                                 spoolDirectory: spoolDirectory)
+    }
+
+    var spoolSettings: SpoolSettings {
+        SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds)
+    }
+
+    var controlLimits: ControlLimits {
+        var limits = ControlLimits()
+        limits.maxConnections = controlMaxConnections
+        limits.idleTimeoutMilliseconds = controlIdleTimeoutMilliseconds
+        limits.lineMaxBytes = controlLineMaxBytes
+        return limits
     }
 }

@@ -1,4 +1,5 @@
 import ControlProtocol
+import ControlSocket
 import DaemonSupport
 import ExpenseCore
 import OutboxStore

@@ -1,8 +1,10 @@
+import ControlSocket
 import DaemonSupport
 import ExpenseCore
 import ExpenseServerBackend
 import OutboxStore
 import Posix
+import SpoolIntake
 import SyncEngine
 import Systemd
 
@@ -90,11 +92,8 @@ public enum Daemon {
 
         let access = try accessPolicy(configuration)
         let (listener, ownedPath) = try controlSocket(configuration, logger: logger)
-        var limits = ControlLimits()
-        limits.maxConnections = configuration.controlMaxConnections
-        limits.idleTimeoutMilliseconds = configuration.controlIdleTimeoutMilliseconds
-        limits.lineMaxBytes = configuration.controlLineMaxBytes
-        let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: limits, access: access, logger: logger)
+        let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: configuration.controlLimits, access: access,
+                                       logger: logger)
         // The server's record exists with a server: the engine writes it,
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
@@ -111,8 +110,9 @@ public enum Daemon {
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
-            try SpoolService.open(configuration: configuration, path: path, store: store, publisher: publisher,
-                                  logger: logger, onQueued: { drainer?.trigger() })
+            try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
+                                  events: SpoolEvents(queued: { drainer?.trigger() }, changed: { publisher.markChanged() },
+                                                      rejectedCount: { publisher.setSpoolRejected($0) }))
         }
 
         server.start(direct: { handler.answerDirectly($0) })
@@ -120,7 +120,7 @@ public enum Daemon {
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
         FaultPoints.hit("before-ready")
         ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
-        logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(spool.map { "; watching spool directory '\($0.directory.path)'" } ?? "")\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
+        logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(spool.map { "; watching spool directory '\($0.path)'" } ?? "")\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")
 
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
@@ -129,7 +129,7 @@ public enum Daemon {
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
                                         drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { drainer?.trigger() },
-                                        probes: spool.map { spool in [{ answer in spool.watcher.probe(answer) }] } ?? [])
+                                        probes: spool.map { spool in [{ answer in spool.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
             let handling = Task { await handler.run() }

@@ -1,3 +1,4 @@
+import ControlSocket
 import ExpenseCore
 import OutboxStore
 import Posix

@@ -1,3 +1,4 @@
+import ControlSocket
 import DaemonSupport
 import OutboxStore
 import Posix

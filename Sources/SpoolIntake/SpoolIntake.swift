@@ -30,7 +30,8 @@ import Synchronization
 final class SpoolIntake: Sendable {
     let directory: SpoolDirectory
     let store: Store
-    let publisher: StatusPublisher
+    /// Called when the queue or the spool may have changed: republish the summary.
+    let onChange: @Sendable () -> Void
     let logger: Logger
     let maxBytes: Int
     /// How long a truncated receipt may stay unchanged before it is rejected.
@@ -69,11 +70,11 @@ final class SpoolIntake: Sendable {
         }
     }
 
-    init(directory: SpoolDirectory, store: Store, publisher: StatusPublisher, logger: Logger, maxBytes: Int,
-         settleMilliseconds: Int64, onQueued: @escaping @Sendable () -> Void) {
+    init(directory: SpoolDirectory, store: Store, logger: Logger, maxBytes: Int, settleMilliseconds: Int64,
+         onQueued: @escaping @Sendable () -> Void, onChange: @escaping @Sendable () -> Void) {
         self.directory = directory
         self.store = store
-        self.publisher = publisher
+        self.onChange = onChange
         self.logger = logger
         self.maxBytes = maxBytes
         truncatedPatienceMilliseconds = settleMilliseconds * Self.truncatedPatienceSettles
@@ -236,7 +237,7 @@ final class SpoolIntake: Sendable {
         FaultPoints.hit("spool-after-commit")
         let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
         logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, messageID: .expenseQueued)
-        publisher.markChanged()
+        onChange()
         onQueued()
         kept = await remove(records, transactionID: queued.transactionID).map { index in files[index] }
         return .done

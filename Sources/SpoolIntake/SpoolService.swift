@@ -8,11 +8,11 @@ import Posix
 /// moved to `rejected/` with a reason. Nothing in the spool is deleted
 /// unless it has become a job.
 ///
-/// ``open(configuration:path:store:publisher:logger:onQueued:)`` does the
+/// ``open(_:settings:store:logger:events:)`` does the
 /// blocking part before `READY=1`: checks the directory, starts watching
 /// it, and finishes intakes that a crash interrupted. ``run()`` then takes
 /// what the watcher hands out, several files at a time.
-final class SpoolService: Sendable {
+public final class SpoolService: Sendable {
     let directory: SpoolDirectory
     let watcher: SpoolWatcher
     let intake: SpoolIntake
@@ -34,8 +34,7 @@ final class SpoolService: Sendable {
     /// - Throws: ``StartupFailure``: exit status 78 (configuration)
     ///   for a spool that is unsafe or not a directory, 73 (cannot create)
     ///   when it cannot be created or opened, 71 when inotify fails.
-    static func open(configuration: Configuration, path: String, store: Store, publisher: StatusPublisher,
-                     logger: Logger, onQueued: @escaping @Sendable () -> Void) throws -> SpoolService {
+    public static func open(_ path: String, settings: SpoolSettings, store: Store, logger: Logger, events: SpoolEvents) throws -> SpoolService {
         let directory = try SpoolSetup.openDirectory(path, logger: logger)
         // Watch before anything is read, so a file dropped from now on is
         // either seen by the first scan or reported by inotify.
@@ -46,9 +45,8 @@ final class SpoolService: Sendable {
         } catch {
             throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
-        let intake = SpoolIntake(directory: directory, store: store, publisher: publisher, logger: logger,
-                                 maxBytes: configuration.spoolMaxBytes, settleMilliseconds: configuration.spoolSettleMilliseconds,
-                                 onQueued: onQueued)
+        let intake = SpoolIntake(directory: directory, store: store, logger: logger, maxBytes: settings.maxBytes,
+                                 settleMilliseconds: settings.settleMilliseconds, onQueued: events.queued, onChange: events.changed)
         try SpoolSetup.finishInterruptedIntakes(directory: directory, store: store, intake: intake, logger: logger)
         let watcher: SpoolWatcher
         do {
@@ -57,9 +55,7 @@ final class SpoolService: Sendable {
             let rejectedWatch = try inotify.addWatch("\(path)/\(SpoolDirectory.rejectedName.displayName)",
                                                      [.movedTo, .movedFrom, .create, .delete, .onlyDirectory, .dontFollow])
             watcher = try SpoolWatcher(directory: directory, inotify: inotify, rejectedWatch: rejectedWatch,
-                                       settleMilliseconds: configuration.spoolSettleMilliseconds, logger: logger) { count in
-                publisher.setSpoolRejected(count)
-            }
+                                       settleMilliseconds: settings.settleMilliseconds, logger: logger, onRejectedCount: events.rejectedCount)
         } catch {
             throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
@@ -69,7 +65,7 @@ final class SpoolService: Sendable {
 
     /// Takes files until the watcher stops, at most ``parallelIntakes`` at
     /// once; returns when the intakes in progress have finished.
-    func run() async {
+    public func run() async {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await work in watcher.work {
@@ -95,7 +91,16 @@ final class SpoolService: Sendable {
     }
 
     /// Stops taking new files; intakes in progress finish (``run()`` returns then).
-    func stop() {
+    public func stop() {
         watcher.stop()
+    }
+
+    /// The spool directory's path, as configured.
+    public var path: String { directory.path }
+
+    /// Answers `answer` from the watcher's thread: the watchdog's proof
+    /// that it still turns.
+    public func probe(_ answer: @escaping @Sendable () -> Void) {
+        watcher.probe(answer)
     }
 }

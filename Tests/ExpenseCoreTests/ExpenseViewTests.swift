@@ -1,7 +1,7 @@
 import Testing
 @testable import ExpenseCore
 
-@Suite struct FoldTests {
+@Suite struct ExpenseViewTests {
     let cached = CanonicalExpense(transactionID: "cp-0206e11a39722b8b0b0d34", clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e",
                                   fields: ExpenseFields(merchant: "Blue Bottle", amount: "12.50", currency: "EUR", date: "2026-11-29"),
                                   version: 3, createdAt: "2026-11-29T12:00:00.000Z", updatedAt: "2026-11-29T12:00:00.000Z")

@@ -1,6 +1,6 @@
 import DaemonSupport
 import ExpenseCore
-@testable import ExpenseDaemon
+@testable import SpoolIntake
 @testable import OutboxStore
 import ExpenseTestSupport
 import Posix

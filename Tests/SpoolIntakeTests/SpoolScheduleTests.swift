@@ -1,5 +1,5 @@
 import DaemonSupport
-@testable import ExpenseDaemon
+@testable import SpoolIntake
 import Posix
 import Testing
 

@@ -1,6 +1,6 @@
 import DaemonSupport
 import ExpenseCore
-@testable import ExpenseDaemon
+@testable import SpoolIntake
 import Testing
 
 @Suite struct SpoolSidecarTests {

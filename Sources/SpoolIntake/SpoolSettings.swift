@@ -1,0 +1,32 @@
+/// What the spool is told: how large a file it takes, and how long a file
+/// must stay unchanged before it is taken. The daemon maps its
+/// configuration into it.
+public struct SpoolSettings: Sendable, Equatable {
+    /// The largest file taken; larger ones are rejected.
+    public var maxBytes: Int
+    /// How long a file waits unchanged before it is taken (docs/spool.md).
+    public var settleMilliseconds: Int64
+
+    public init(maxBytes: Int, settleMilliseconds: Int64) {
+        self.maxBytes = maxBytes
+        self.settleMilliseconds = settleMilliseconds
+    }
+}
+
+/// What the spool tells the rest of the daemon, which it does not know:
+/// the sync engine and the status publisher are reached only through these.
+public struct SpoolEvents: Sendable {
+    /// A job was queued: a pass may send it.
+    public var queued: @Sendable () -> Void
+    /// The queue may have changed: republish the summary.
+    public var changed: @Sendable () -> Void
+    /// `rejected/` holds this many files now.
+    public var rejectedCount: @Sendable (Int) -> Void
+
+    public init(queued: @escaping @Sendable () -> Void, changed: @escaping @Sendable () -> Void,
+                rejectedCount: @escaping @Sendable (Int) -> Void) {
+        self.queued = queued
+        self.changed = changed
+        self.rejectedCount = rejectedCount
+    }
+}
