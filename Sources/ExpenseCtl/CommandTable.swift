@@ -1,52 +1,16 @@
 import ExpenseCore
 
-/// What an option's value is, which decides what bytes it may hold.
-enum ValueKind: Sendable {
-    /// A flag: it takes no value, not even `--flag=true`.
-    case none
-    /// Text for the command line itself (a number, a choice, a UUID):
-    /// UTF-8, or the command line is wrong (exit 64).
-    case text
-    /// An expense field: UTF-8, or the data is bad (exit 65). The daemon
-    /// refuses anything else too; repairing it would store U+FFFD.
-    case field
-    /// A file's path: any bytes, as the kernel takes them.
-    case path
-}
-
-/// One option a subcommand takes: `--name VALUE` or a `--flag`.
-struct Option: Sendable {
-    let name: String
-    /// `nil` for a flag without a value.
-    let valueName: String?
-    let help: String
-    /// Shown without brackets in the usage line (the subcommand checks it).
-    var isRequired = false
-    let kind: ValueKind
-
-    init(name: String, valueName: String?, help: String, isRequired: Bool = false, kind: ValueKind? = nil) {
-        self.name = name
-        self.valueName = valueName
-        self.help = help
-        self.isRequired = isRequired
-        self.kind = kind ?? (valueName == nil ? .none : .text)
-    }
-
-    /// The spellings the parser matches: `-h, --help` is two.
-    var spellings: [String] { name.split(separator: ",").map { String($0.drop(while: { $0 == " " })) } }
-}
-
 /// A subcommand: what it is called, what it takes, and what it does. One
 /// table of these drives both parsing and `--help`.
 struct Subcommand: Sendable {
     let name: String
     let abstract: String
     let arguments: [(name: String, help: String)]
-    let options: [Option]
+    let options: [CommandOption]
     let discussion: String?
     let run: @Sendable (Invocation, Context) throws -> ExitStatus
 
-    init(_ name: String, _ abstract: String, arguments: [(name: String, help: String)] = [], options: [Option] = [],
+    init(_ name: String, _ abstract: String, arguments: [(name: String, help: String)] = [], options: [CommandOption] = [],
          discussion: String? = nil, run: @escaping @Sendable (Invocation, Context) throws -> ExitStatus) {
         self.name = name
         self.abstract = abstract
@@ -59,8 +23,7 @@ struct Subcommand: Sendable {
     var usage: String {
         var text = "expensectl \(name)"
         for option in options {
-            let spelled = option.name + (option.valueName.map { " \($0)" } ?? "")
-            text += option.isRequired ? " \(spelled)" : " [\(spelled)]"
+            text += option.isRequired ? " \(option.synopsis)" : " [\(option.synopsis)]"
         }
         for argument in arguments { text += " <\(argument.name)>" }
         return text
@@ -71,12 +34,10 @@ struct Subcommand: Sendable {
         if let discussion { text += "\n\(discussion)\n" }
         if !arguments.isEmpty {
             text += "\nARGUMENTS:\n"
-            for argument in arguments { text += formatRow("<\(argument.name)>", argument.help) }
+            text += HelpLayout.standard.rows(arguments.map { ("<\($0.name)>", $0.help) })
         }
         text += "\nOPTIONS:\n"
-        for option in options + globalOptions {
-            text += formatRow(option.name + (option.valueName.map { " \($0)" } ?? ""), option.help)
-        }
+        text += OptionTable(options + globalOptions.options).rendered(.standard)
         return text
     }
 }
@@ -85,7 +46,7 @@ struct Subcommand: Sendable {
 struct Invocation: Sendable {
     var positional: [String] = []
     var values: [String: String] = [:]
-    /// The bytes of path values (``ValueKind/path``), which need not be UTF-8;
+    /// The bytes of path values (``OptionValueKind/path``), which need not be UTF-8;
     /// `values` holds them for messages, with U+FFFD for such bytes.
     var paths: [String: [UInt8]] = [:]
     var flags: Set<String> = []
@@ -111,25 +72,14 @@ struct Argument: Sendable {
 }
 
 /// Options every subcommand takes.
-let globalOptions = [
-    Option(name: "--socket", valueName: "PATH", help: "expensed's control socket (default $EXPENSED_SOCKET, else /run/expensed/control.sock)"),
-    Option(name: "--json", valueName: nil, help: "print JSON instead of text"),
-    Option(name: "-h, --help", valueName: nil, help: "show help"),
-]
+let globalOptions = OptionTable([
+    CommandOption("--socket", valueName: "PATH", help: "expensed's control socket (default $EXPENSED_SOCKET, else /run/expensed/control.sock)"),
+    CommandOption("--json", valueName: nil, help: "print JSON instead of text"),
+    CommandOption("-h, --help", valueName: nil, help: "show help"),
+])
 
-func formatRow(_ left: String, _ right: String) -> String {
-    let width = 24
-    if left.count + 2 >= width { return "  \(left)\n" + String(repeating: " ", count: width + 2) + right + "\n" }
-    return "  " + left + String(repeating: " ", count: width - left.count) + right + "\n"
-}
-
-/// A command line that cannot be run, with what was wrong.
-struct CommandLineError: Error {
-    let message: String
-    let subcommand: String?
-    /// A usage error (64), or bad data in a field's value (65).
-    var status: ExitStatus = .usage
-}
+/// Only before a subcommand.
+let versionOption = CommandOption("--version", valueName: nil, help: "show the version")
 
 /// What the whole command line asked for.
 enum ParsedCommandLine {
@@ -142,7 +92,7 @@ enum ParsedCommandLine {
 /// Global options may come anywhere; `--` ends options. Every flag, global
 /// or not, refuses a value (`--json=1`); every option refuses to be given
 /// twice; only a path may hold bytes that are not UTF-8.
-func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHelp: String) throws(CommandLineError) -> ParsedCommandLine {
+func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHelp: String) throws(UsageError) -> ParsedCommandLine {
     var socket: String?
     var json = false
     var subcommand: Subcommand?
@@ -151,8 +101,8 @@ func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHel
     var onlyPositional = false
     var index = 0
 
-    func fail(_ message: String, status: ExitStatus = .usage) -> CommandLineError {
-        CommandLineError(message: message, subcommand: subcommand?.name, status: status)
+    func fail(_ message: String, status: ExitStatus = .usage) -> UsageError {
+        UsageError(message, subcommand: subcommand?.name, status: status)
     }
 
     while index < arguments.count {
@@ -181,10 +131,8 @@ func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHel
             onlyPositional = true
             continue
         }
-        let global = globalOptions.first { $0.spellings.contains(name) }
-        let version = Option(name: "--version", valueName: nil, help: "")
-        guard let option = global ?? (subcommand == nil && name == "--version" ? version : nil)
-                ?? subcommand?.options.first(where: { $0.spellings.contains(name) }) else {
+        guard let option = globalOptions.option(name) ?? (subcommand == nil && versionOption.matches(name) ? versionOption : nil)
+                ?? subcommand?.options.first(where: { $0.matches(name) }) else {
             let scope = subcommand.map { " for '\($0.name)'" } ?? ""
             throw fail("unknown option '\(name.prefix(64))'\(scope)")
         }

@@ -15,13 +15,13 @@ struct Context: Sendable {
 }
 
 let fieldOptions = [
-    Option(name: "--merchant", valueName: "TEXT", help: "who was paid", kind: .field),
-    Option(name: "--amount", valueName: "DECIMAL", help: "amount as a decimal, e.g. 12.50 (negative for a refund)", kind: .field),
-    Option(name: "--currency", valueName: "CODE", help: "ISO 4217 currency code, e.g. EUR", kind: .field),
-    Option(name: "--date", valueName: "YYYY-MM-DD", help: "date of the expense", kind: .field),
-    Option(name: "--category", valueName: "TEXT", help: "category, e.g. Meals", kind: .field),
-    Option(name: "--comment", valueName: "TEXT", help: "free text", kind: .field),
-    Option(name: "--tax-tag", valueName: "TEXT", help: "tax tag", kind: .field),
+    CommandOption("--merchant", valueName: "TEXT", help: "who was paid", kind: .field),
+    CommandOption("--amount", valueName: "DECIMAL", help: "amount as a decimal, e.g. 12.50 (negative for a refund)", kind: .field),
+    CommandOption("--currency", valueName: "CODE", help: "ISO 4217 currency code, e.g. EUR", kind: .field),
+    CommandOption("--date", valueName: "YYYY-MM-DD", help: "date of the expense", kind: .field),
+    CommandOption("--category", valueName: "TEXT", help: "category, e.g. Meals", kind: .field),
+    CommandOption("--comment", valueName: "TEXT", help: "free text", kind: .field),
+    CommandOption("--tax-tag", valueName: "TEXT", help: "tax tag", kind: .field),
 ]
 
 /// The field options given, by their JSON names, as typed (not yet normalized).
@@ -45,8 +45,8 @@ let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, o
 let subcommands: [Subcommand] = [
     Subcommand("add", "Queue a new expense, with or without a receipt.",
                options: fieldOptions + [
-                   Option(name: "--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach", kind: .path),
-                   Option(name: "--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add (either case; sent in lowercase)"),
+                   CommandOption("--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach", kind: .path),
+                   CommandOption("--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add (either case; sent in lowercase)"),
                ],
                discussion: """
                    Without --receipt, --merchant, --amount, --currency and --date are required.
@@ -63,9 +63,9 @@ let subcommands: [Subcommand] = [
     Subcommand("watch", "Print the queue's state each time it changes, until interrupted.", run: runWatch),
     Subcommand("sync", "Send the queue now (and fetch the server's changes with --refresh).",
                options: [
-                   Option(name: "--refresh", valueName: nil, help: "also fetch what changed on the server"),
-                   Option(name: "--wait", valueName: nil, help: "return once nothing is queued or sending"),
-                   Option(name: "--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
+                   CommandOption("--refresh", valueName: nil, help: "also fetch what changed on the server"),
+                   CommandOption("--wait", valueName: nil, help: "return once nothing is queued or sending"),
+                   CommandOption("--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
                ],
                discussion: "Also resumes sending after the server refused the credentials, with the token file read again first.", run: runSync),
     Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
@@ -81,6 +81,6 @@ let subcommands: [Subcommand] = [
                    """, run: runEdit),
     Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], run: runDelete),
     Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
-               options: [Option(name: "--take", valueName: "server|mine", help: "whose values to keep (required)", isRequired: true)],
+               options: [CommandOption("--take", valueName: "server|mine", help: "whose values to keep (required)", isRequired: true)],
                run: runResolve),
 ]

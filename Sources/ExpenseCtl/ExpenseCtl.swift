@@ -15,10 +15,9 @@ public enum ExpenseCtl {
             OPTIONS:
 
             """
-        for option in globalOptions { text += formatRow(option.name + (option.valueName.map { " \($0)" } ?? ""), option.help) }
-        text += formatRow("--version", "show the version")
+        text += OptionTable(globalOptions.options + [versionOption]).rendered(.standard)
         text += "\nSUBCOMMANDS:\n"
-        for subcommand in subcommands { text += formatRow(subcommand.name, subcommand.abstract) }
+        text += HelpLayout.standard.rows(subcommands.map { ($0.name, $0.abstract) })
         text += "\n  See 'expensectl help <subcommand>' or 'expensectl <subcommand> --help' for details.\n"
         return text
     }

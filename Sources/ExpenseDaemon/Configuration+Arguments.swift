@@ -8,12 +8,6 @@ public enum DaemonInvocation: Equatable, Sendable {
     case version
 }
 
-/// A usage error: the message, printed with a pointer to `--help`.
-public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let message: String
-    public var description: String { message }
-}
-
 extension Configuration {
     /// The version `--version` prints.
     public static let version = "0.1.0"
@@ -39,7 +33,7 @@ extension Configuration {
             if ["-h", "--help", "--version", "--foreground"].contains(name) {
                 // Flags take no value, not even `--foreground=yes`: a value
                 // would be silently ignored, as in no other flag.
-                if inlineValue != nil { throw UsageError(message: "option '\(name)' takes no value") }
+                if inlineValue != nil { throw UsageError("option '\(name)' takes no value") }
                 switch name {
                 case "--version": return .version
                 case "--foreground": continue // Always in the foreground (systemd's Type=notify); accepted for scripts that say so.
@@ -48,19 +42,19 @@ extension Configuration {
             }
             func value() throws(UsageError) -> String {
                 if let inlineValue { return inlineValue }
-                guard index < arguments.count else { throw UsageError(message: "option '\(name)' needs a value") }
+                guard index < arguments.count else { throw UsageError("option '\(name)' needs a value") }
                 index += 1
                 return arguments[index - 1]
             }
             if name == "--config" {
                 let file = try value()
-                guard !file.isEmpty else { throw UsageError(message: "option '--config' needs a file, not an empty value") }
+                guard !file.isEmpty else { throw UsageError("option '--config' needs a file, not an empty value") }
                 configFile = file
                 configExplicit = true
                 continue
             }
             guard let key = keys.first(where: { $0.flag == name }) else {
-                throw UsageError(message: argument.hasPrefix("-") ? "unknown option '\(argument.prefix(64))'" : "unexpected argument '\(argument.prefix(64))'")
+                throw UsageError(argument.hasPrefix("-") ? "unknown option '\(argument.prefix(64))'" : "unexpected argument '\(argument.prefix(64))'")
             }
             flags.append((key, try value()))
         }
@@ -82,7 +76,7 @@ extension Configuration {
             do {
                 try key.apply(&configuration, value)
             } catch {
-                throw UsageError(message: "\(key.flag): \(error.message)")
+                throw UsageError("\(key.flag): \(error.message)")
             }
         }
         if configuration.backoffBaseMilliseconds > configuration.backoffCapMilliseconds {
@@ -91,26 +85,26 @@ extension Configuration {
         return .run(configuration)
     }
 
+    /// `expensed`'s options as `--help` lists them: `--config`, then a flag
+    /// for every configuration key (``keys``), then help and version.
+    static var options: OptionTable {
+        OptionTable([CommandOption("--config", valueName: "FILE", help: "configuration file (default /etc/expensed/expensed.conf)")]
+                    + keys.map { CommandOption($0.flag, valueName: $0.valueName, help: $0.help) }
+                    + [CommandOption("-h, --help", valueName: nil, help: "show this help"), CommandOption("--version", valueName: nil, help: "show the version")])
+    }
+
     /// `expensed --help`.
     public static var helpText: String {
-        var rows: [(String, String)] = [("--config FILE", "configuration file (default /etc/expensed/expensed.conf)")]
-        rows += keys.map { ("\($0.flag) \($0.valueName)", $0.help) }
-        rows += [("-h, --help", "show this help"), ("--version", "show the version")]
-        let width = rows.map(\.0.count).max() ?? 20
-        var text = """
-            OVERVIEW: Keep expenses and receipts durably queued and sync them to an expense server.
+        """
+        OVERVIEW: Keep expenses and receipts durably queued and sync them to an expense server.
 
-            USAGE: expensed [--config FILE] [options]
+        USAGE: expensed [--config FILE] [options]
 
-            Runs in the foreground (systemd Type=notify). Options override the
-            configuration file (see expensed.conf(5)).
+        Runs in the foreground (systemd Type=notify). Options override the
+        configuration file (see expensed.conf(5)).
 
-            OPTIONS:
+        OPTIONS:
 
-            """
-        for (left, help) in rows {
-            text += "  " + left + String(repeating: " ", count: width + 2 - left.count) + help + "\n"
-        }
-        return text
+        """ + options.rendered(HelpLayout(column: nil, minimumGap: 2))
     }
 }

@@ -13,14 +13,9 @@ enum ServerInvocation: Equatable {
     case backup(destination: String, storage: StorageLocation)
 }
 
-/// A command line that cannot be run: exit status 64 (`EX_USAGE`).
-struct UsageError: Error, Equatable, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Parses `expense-server`'s arguments. One table of options drives both
-/// parsing and `--help` (``ServerHelp``).
+/// parsing and `--help` (``ServerHelp``); what cannot be run is a
+/// ``UsageError``, exit status 64 (`EX_USAGE`).
 enum CommandLineParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> ServerInvocation {
         guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user, migrate or backup") }
@@ -79,16 +74,13 @@ enum CommandLineParser {
     }
 
     /// Where the data is: every subcommand takes these.
-    static let storageOptions: Set<String> = ["--data-dir", "--database"]
+    static var storageOptions: Set<String> { ServerHelp.storage.spellings }
 
-    static let serveOptions = [
-        "--listen", "--data-dir", "--database", "--database-pool", "--receipt-max-bytes", "--max-connections", "--max-connections-per-ip",
-        "--connection-timeout", "--header-timeout", "--request-timeout", "--idempotency-retention-hours",
-        "--fault-drop-request", "--fault-drop-response", "--fault-error-rate", "--fault-delay-ms", "--fault-seed",
-    ]
+    /// What `serve` takes: the storage, its own and the fault injection.
+    static var serveOptions: Set<String> { storageOptions.union(ServerHelp.serve.spellings).union(ServerHelp.faults.spellings) }
 
     private static func parseServe(_ arguments: [String]) throws(UsageError) -> ServeConfiguration {
-        let options = try Options(arguments, known: Set(serveOptions), command: "serve")
+        let options = try Options(arguments, known: serveOptions, command: "serve")
         guard options.positional.isEmpty else {
             throw UsageError("serve takes no arguments, got \(quoted(options.positional[0]))")
         }

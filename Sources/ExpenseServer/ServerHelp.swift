@@ -1,5 +1,65 @@
-/// `expense-server --help`, laid out like argument-parser's.
+import ExpenseCore
+
+/// `expense-server`'s options, each written once: the parser knows an
+/// option by these tables (``CommandLineParser``), and `--help` lists
+/// them, laid out like argument-parser's.
 enum ServerHelp {
+    /// Every subcommand takes these.
+    static let storage = OptionTable([
+        CommandOption("--data-dir", valueName: "DIR", help: """
+            Where the SQLite database and receipts live (created if missing); with
+            PostgreSQL, where uploads are staged while they arrive (default: a
+            private temporary folder).
+            """),
+        CommandOption("--database", valueName: "URL|PATH", help: """
+            A postgresql:// URL (no password in it: use a password file), or the
+            path of the SQLite database (default: DIR/expense-server.db).
+            """),
+    ])
+
+    static let serve = OptionTable([
+        CommandOption("--database-pool", valueName: "N", help: "Connections to PostgreSQL per process (default: 16)."),
+        CommandOption("--listen", valueName: "HOST:PORT", help: """
+            Address to listen on (default: 127.0.0.1:8080). Port 0 picks a free
+            port. Ignored when systemd passes a socket (LISTEN_FDS).
+            """),
+        CommandOption("--receipt-max-bytes", valueName: "N", help: "Largest receipt accepted (default: 26214400, 25 MiB)."),
+        CommandOption("--max-connections", valueName: "N", help: """
+            Connections served at once (default: 256). At the limit, the one that
+            has waited longest for its request head makes room for the new one.
+            """),
+        CommandOption("--max-connections-per-ip", valueName: "N", help: "Connections from one address at once (default: 0, no limit)."),
+        CommandOption("--connection-timeout", valueName: "S", help: "Seconds a silent connection stays open (default: 30)."),
+        CommandOption("--header-timeout", valueName: "S", help: """
+            Seconds a request line and headers may take to arrive in full, from
+            the connection's opening or the end of its previous exchange (default: 10).
+            """),
+        CommandOption("--request-timeout", valueName: "S", help: "Seconds a request body may take to arrive (default: 300)."),
+        CommandOption("--idempotency-retention-hours", valueName: "H", help: "Hours idempotency keys are remembered (default: 48, minimum: 24)."),
+    ])
+
+    static let faults = OptionTable([
+        CommandOption("--fault-drop-request", valueName: "P", help: "Close the connection before processing, with probability P."),
+        CommandOption("--fault-drop-response", valueName: "P", help: "Process (commit), then close without answering, with probability P."),
+        CommandOption("--fault-error-rate", valueName: "P", help: "Answer 503 with Retry-After without processing, with probability P."),
+        CommandOption("--fault-delay-ms", valueName: "N", help: "Wait N milliseconds before processing each request."),
+        CommandOption("--fault-seed", valueName: "S", help: "Seed of the fault generator (default: 1)."),
+    ])
+
+    static let general = OptionTable([CommandOption("-h, --help", valueName: nil, help: "Show this help.")])
+
+    /// Help starts at column 26, as in expensectl; a left column of up to
+    /// 23 characters keeps its help on the same line.
+    static let layout = HelpLayout(column: 26, minimumGap: 1)
+
+    static let subcommands: [(String, String)] = [
+        ("serve", "Serve the API until SIGTERM or SIGINT."),
+        ("user add NAME", "Create a user and print its bearer token (once; only a hash is kept)."),
+        ("user list", "Print each user's name and creation time."),
+        ("migrate", "Create or migrate the schema and print its version (serve does it too)."),
+        ("backup DEST", "Copy SQLite data, while the server runs, into DEST: a new data directory\nto serve from. (For PostgreSQL use pg_dump.)"),
+    ]
+
     static let text = """
         OVERVIEW: The reference expense backend: the HTTP API of docs/contract.md, stored in SQLite,
         or in PostgreSQL for several server processes that share one database.
@@ -12,46 +72,15 @@ enum ServerHelp {
                expense-server backup DEST --data-dir DIR [--database PATH]
 
         SUBCOMMANDS:
-          serve                   Serve the API until SIGTERM or SIGINT.
-          user add NAME           Create a user and print its bearer token (once; only a hash is kept).
-          user list               Print each user's name and creation time.
-          migrate                 Create or migrate the schema and print its version (serve does it too).
-          backup DEST             Copy SQLite data, while the server runs, into DEST: a new data directory
-                                  to serve from. (For PostgreSQL use pg_dump.)
-
+        \(layout.rows(subcommands))
         STORAGE (every subcommand):
-          --data-dir DIR          Where the SQLite database and receipts live (created if missing); with
-                                  PostgreSQL, where uploads are staged while they arrive (default: a
-                                  private temporary folder).
-          --database URL|PATH     A postgresql:// URL (no password in it: use a password file), or the
-                                  path of the SQLite database (default: DIR/expense-server.db).
-
+        \(storage.rendered(layout))
         OPTIONS (serve):
-          --database-pool N       Connections to PostgreSQL per process (default: 16).
-          --listen HOST:PORT      Address to listen on (default: 127.0.0.1:8080). Port 0 picks a free
-                                  port. Ignored when systemd passes a socket (LISTEN_FDS).
-          --receipt-max-bytes N   Largest receipt accepted (default: 26214400, 25 MiB).
-          --max-connections N     Connections served at once (default: 256). At the limit, the one that
-                                  has waited longest for its request head makes room for the new one.
-          --max-connections-per-ip N
-                                  Connections from one address at once (default: 0, no limit).
-          --connection-timeout S  Seconds a silent connection stays open (default: 30).
-          --header-timeout S      Seconds a request line and headers may take to arrive in full, from
-                                  the connection's opening or the end of its previous exchange (default: 10).
-          --request-timeout S     Seconds a request body may take to arrive (default: 300).
-          --idempotency-retention-hours H
-                                  Hours idempotency keys are remembered (default: 48, minimum: 24).
-
+        \(serve.rendered(layout))
         FAULT INJECTION (serve; for tests, off by default, seeded and reproducible):
-          --fault-drop-request P  Close the connection before processing, with probability P.
-          --fault-drop-response P Process (commit), then close without answering, with probability P.
-          --fault-error-rate P    Answer 503 with Retry-After without processing, with probability P.
-          --fault-delay-ms N      Wait N milliseconds before processing each request.
-          --fault-seed S          Seed of the fault generator (default: 1).
-
+        \(faults.rendered(layout))
         OPTIONS:
-          -h, --help              Show this help.
-
+        \(general.rendered(layout))
         Once serving, the server prints "expense-server: listening on HOST:PORT" to stderr and one
         access log line per request (docs/server.md). Exit status: 0 on success, 1 on failure, 64
         for a command line that cannot be run.
