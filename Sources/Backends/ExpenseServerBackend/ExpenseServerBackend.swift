@@ -44,8 +44,8 @@ public final class ExpenseServerBackend: SyncBackend {
     public var maxRequestsInFlight: Int? { nil }
 
     public func describe(_ job: OutboxJob) -> String {
-        let request = ExpenseServerRequest.make(for: job, deviceID: settings.deviceID)
-        return "\(request.method) \(request.path)"
+        let (method, path) = ExpenseServerRequest.target(of: job)
+        return "\(method) \(path)"
     }
 
     /// Hands the job's request to the HTTP client. A receipt is hashed

@@ -28,22 +28,34 @@ package struct ExpenseServerRequest: Sendable, Equatable {
     package static func make(for job: OutboxJob, deviceID: String) -> ExpenseServerRequest {
         // contract.md: the key travels as a quoted structured-field string.
         var headers = [("Idempotency-Key", "\"\(job.uuid)\"")]
-        let path = "/v1/expenses"
+        let (method, path) = target(of: job)
         switch job.kind {
         case .create:
             headers.append(("Content-Type", "application/json; charset=utf-8"))
-            return ExpenseServerRequest(method: "POST", path: path, headers: headers, body: .json(createBody(job, deviceID: deviceID)))
+            return ExpenseServerRequest(method: method, path: path, headers: headers, body: .json(createBody(job, deviceID: deviceID)))
         case .receipt:
             let kind = job.receiptKind ?? .jpeg
             headers.append(("Content-Type", kind.contentType))
-            return ExpenseServerRequest(method: "PUT", path: "\(path)/\(job.transactionID)/receipt", headers: headers,
-                               body: .receipt(size: job.receiptSize ?? 0, contentType: kind.contentType))
+            return ExpenseServerRequest(method: method, path: path, headers: headers,
+                                        body: .receipt(size: job.receiptSize ?? 0, contentType: kind.contentType))
         case .edit:
             let body: JSONValue = ["base_version": .integer(job.baseVersion ?? 0), "set": .object(job.fields.jsonMembers)]
             headers.append(("Content-Type", "application/json; charset=utf-8"))
-            return ExpenseServerRequest(method: "PATCH", path: "\(path)/\(job.transactionID)", headers: headers, body: .json(body.serializedBytes()))
+            return ExpenseServerRequest(method: method, path: path, headers: headers, body: .json(body.serializedBytes()))
         case .delete:
-            return ExpenseServerRequest(method: "DELETE", path: "\(path)/\(job.transactionID)", headers: headers, body: .none)
+            return ExpenseServerRequest(method: method, path: path, headers: headers, body: .none)
+        }
+    }
+
+    /// The method and path of `job`'s request, without building its body
+    /// (for log lines: every create is described once).
+    package static func target(of job: OutboxJob) -> (method: String, path: String) {
+        let path = "/v1/expenses"
+        switch job.kind {
+        case .create: return ("POST", path)
+        case .receipt: return ("PUT", "\(path)/\(job.transactionID)/receipt")
+        case .edit: return ("PATCH", "\(path)/\(job.transactionID)")
+        case .delete: return ("DELETE", "\(path)/\(job.transactionID)")
         }
     }
 }
