@@ -247,8 +247,7 @@ import Testing
 
     @Test func conflict_secondDeviceGetsTheFlagAndResolvesIt() throws {
         let sync = try SyncHarness()
-        let other = DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(sync.port)", "--token-file", sync.tokenFile,
-                                              "--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "1s", "--connect-timeout", "2s"])
+        let other = sync.secondDevice()
         try sync.daemon.start()
         try other.start()
         defer { sync.daemon.stop(); other.stop() }
@@ -290,8 +289,7 @@ import Testing
 
     @Test func deleteLearnedFromARefresh_removesTheExpenseAndFlagsAWaitingEdit() throws {
         let sync = try SyncHarness()
-        let other = DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(sync.port)", "--token-file", sync.tokenFile,
-                                              "--drain-interval", "200ms", "--backoff-base", "5s", "--backoff-cap", "5s", "--connect-timeout", "2s"])
+        let other = sync.secondDevice(["--backoff-base", "5s", "--backoff-cap", "5s"])
         try sync.daemon.start()
         try other.start()
         defer { sync.daemon.stop(); other.stop() }

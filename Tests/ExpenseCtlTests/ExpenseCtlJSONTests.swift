@@ -160,8 +160,7 @@ import Testing
 
     @Test func resolve_ofAConflict_printsTheExpense() throws {
         let sync = try SyncHarness()
-        let other = DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(sync.port)", "--token-file", sync.tokenFile,
-                                              "--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "1s", "--connect-timeout", "2s"])
+        let other = sync.secondDevice()
         try sync.daemon.start()
         try other.start()
         defer { sync.daemon.stop(); other.stop() }

@@ -33,6 +33,14 @@ public final class SyncHarness: @unchecked Sendable {
         if startServer { try self.startServer(serverArguments) }
     }
 
+    /// Another device of the same user: a second daemon sending to the same
+    /// server with the same token, its timers as fast as the first's.
+    /// - Parameter arguments: more flags; a flag given again wins.
+    public func secondDevice(_ arguments: [String] = []) -> DaemonHarness {
+        DaemonHarness(arguments: ["--server", "http://127.0.0.1:\(port)", "--token-file", tokenFile, "--drain-interval", "200ms",
+                                  "--backoff-base", "50ms", "--backoff-cap", "1s", "--connect-timeout", "2s"] + arguments)
+    }
+
     /// Starts (or restarts) the server on the harness's port and data directory.
     public func startServer(_ arguments: [String] = []) throws {
         server = try ServerProcess(dataDirectory: serverData, arguments: arguments, outputDirectory: daemon.directory.path,
