@@ -132,6 +132,8 @@ public enum Daemon {
                                         probes: spool.map { spool in [{ answer in spool.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
+            // Not in the group: stopping waits for it alone (the requests in
+            // progress are answered) before the engine stops; awaited below.
             let handling = Task { await handler.run() }
             for await signal in signals.stream() {
                 if signal == Signals.hangUp {
