@@ -98,6 +98,7 @@ let package = Package(
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol", "ExpenseCore"]),
         .testTarget(name: "WrapperTests", dependencies: ["Posix", "SQLite", "Postgres", "Digest", "Systemd", "Curl", "ExpenseTestSupport"]),
         .testTarget(name: "DaemonSupportTests", dependencies: ["DaemonSupport"]),
+        .testTarget(name: "ControlSocketTests", dependencies: ["ControlSocket", "ControlProtocol", "DaemonSupport", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix", "Digest"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),

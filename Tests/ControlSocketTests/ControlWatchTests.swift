@@ -1,5 +1,7 @@
+import ControlProtocol
+import ControlSocket
+import DaemonSupport
 import ExpenseCore
-@testable import ExpenseDaemon
 import ExpenseTestSupport
 import Foundation
 import Posix
@@ -27,8 +29,13 @@ import Testing
             for await incoming in server.requests {
                 guard case .watch = incoming.request.command else { continue }
                 let seen = server.publishedVersion()
-                server.publish(summary: ["queued": 3, "server": "needs_credentials"])
-                server.respond(to: incoming.connection, controlSuccess(id: incoming.request.id, result: ["queued": 3, "server": "unknown"]),
+                var refused = QueueSummary()
+                refused.queued = 3
+                refused.server = .needsCredentials
+                var before = refused
+                before.server = .unknown
+                server.publish(summary: refused)
+                server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, before),
                                then: .watch(id: incoming.request.id, seenVersion: seen))
             }
         }
