@@ -2,15 +2,33 @@ import ExpenseCore
 import Posix
 import ServerAccounts
 import ServerAPI
+import ServerStorage
 
 /// What the command line asks for.
 enum ServerInvocation: Equatable {
     case help
     case serve(ServeConfiguration)
-    case userAdd(name: String, storage: StorageLocation)
+    case userAdd(name: String, isAdmin: Bool, storage: StorageLocation)
+    /// `user rotate`, `user revoke`, `user deactivate`.
+    case userChange(UserAction, name: String, storage: StorageLocation)
     case userList(storage: StorageLocation)
     case migrate(storage: StorageLocation)
     case backup(destination: String, storage: StorageLocation)
+    case export(ExportRequest, storage: StorageLocation)
+}
+
+/// What `expense-server export` writes.
+struct ExportRequest: Equatable, Sendable {
+    var format = ExportFormat.csv
+    var since: String?
+    var user: String?
+}
+
+/// What `user rotate|revoke|deactivate NAME` does.
+enum UserAction: String, CaseIterable, Sendable {
+    case rotate
+    case revoke
+    case deactivate
 }
 
 /// Parses `expense-server`'s arguments. One table of options drives both
@@ -18,30 +36,13 @@ enum ServerInvocation: Equatable {
 /// ``UsageError``, exit status 64 (`EX_USAGE`).
 enum CommandLineParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> ServerInvocation {
-        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user, migrate or backup") }
+        guard let command = arguments.first else { throw UsageError("missing subcommand; expected serve, user, migrate, backup or export") }
         if arguments.contains("--help") || arguments.contains("-h") || command == "help" { return .help }
         switch command {
         case "serve":
             return .serve(try parseServe(Array(arguments.dropFirst())))
         case "user":
-            let rest = Array(arguments.dropFirst())
-            guard let action = rest.first else { throw UsageError("missing user subcommand; expected add or list") }
-            guard action == "add" || action == "list" else {
-                throw UsageError("unknown user subcommand \(quoted(action)); expected add or list")
-            }
-            let options = try Options(Array(rest.dropFirst()), known: storageOptions, command: "user \(action)")
-            let storage = try options.storage()
-            if action == "list" {
-                guard options.positional.isEmpty else {
-                    throw UsageError("user list takes no arguments, got \(quoted(options.positional[0]))")
-                }
-                return .userList(storage: storage)
-            }
-            guard options.positional.count == 1, let name = options.positional.first else {
-                throw UsageError("user add takes exactly one NAME, got \(options.positional.count)")
-            }
-            guard Accounts.isValidName(name) else { throw UsageError(UserError.invalidName(name).description) }
-            return .userAdd(name: name, storage: storage)
+            return try parseUser(Array(arguments.dropFirst()))
         case "migrate":
             let options = try Options(Array(arguments.dropFirst()), known: storageOptions, command: "migrate")
             guard options.positional.isEmpty else {
@@ -63,13 +64,34 @@ enum CommandLineParser {
                 throw UsageError("backup copies SQLite data; back up a PostgreSQL database with pg_dump (docs/server.md, \"Backups\")")
             }
             return .backup(destination: destination, storage: storage)
+        case "export":
+            let options = try Options(Array(arguments.dropFirst()), known: storageOptions.union(["--format", "--since", "--user"]), command: "export")
+            guard options.positional.isEmpty else {
+                throw UsageError("export takes no arguments, got \(quoted(options.positional[0]))")
+            }
+            var request = ExportRequest()
+            if let text = options.values["--format"] {
+                guard let format = ExportFormat(rawValue: text) else { throw UsageError("--format must be csv or jsonl, got \(quoted(text, limit: 32))") }
+                request.format = format
+            }
+            if let since = options.values["--since"] {
+                do { try Validation.checkDate(since) } catch {
+                    throw UsageError("--since must be a date, YYYY-MM-DD, got \(quoted(since, limit: 32))")
+                }
+                request.since = since
+            }
+            if let user = options.values["--user"] {
+                guard Accounts.isValidName(user) else { throw UsageError("--user: \(UserError.invalidName(user))") }
+                request.user = user
+            }
+            return .export(request, storage: try options.storage())
         default:
-            throw UsageError("unknown subcommand \(quoted(command)); expected serve, user, migrate or backup")
+            throw UsageError("unknown subcommand \(quoted(command)); expected serve, user, migrate, backup or export")
         }
     }
 
     /// Text from the command line as messages show it (``LogText/quoted(_:limit:)``).
-    private static func quoted(_ text: String, limit: Int = 256) -> String {
+    static func quoted(_ text: String, limit: Int = 256) -> String {
         LogText.quoted(text, limit: limit)
     }
 
@@ -78,6 +100,33 @@ enum CommandLineParser {
 
     /// What `serve` takes: the storage, its own and the fault injection.
     static var serveOptions: Set<String> { storageOptions.union(ServerHelp.serve.spellings).union(ServerHelp.faults.spellings) }
+
+    static let userSubcommands = ["add", "list"] + UserAction.allCases.map(\.rawValue)
+
+    private static func parseUser(_ rest: [String]) throws(UsageError) -> ServerInvocation {
+        let expected = "expected \(userSubcommands.dropLast().joined(separator: ", ")) or \(userSubcommands.last ?? "")"
+        guard let action = rest.first else { throw UsageError("missing user subcommand; \(expected)") }
+        guard userSubcommands.contains(action) else {
+            throw UsageError("unknown user subcommand \(quoted(action)); \(expected)")
+        }
+        let options = try Options(Array(rest.dropFirst()), known: storageOptions, flags: action == "add" ? ["--admin"] : [],
+                                  command: "user \(action)")
+        let storage = try options.storage()
+        if action == "list" {
+            guard options.positional.isEmpty else {
+                throw UsageError("user list takes no arguments, got \(quoted(options.positional[0]))")
+            }
+            return .userList(storage: storage)
+        }
+        guard options.positional.count == 1, let name = options.positional.first else {
+            throw UsageError("user \(action) takes exactly one NAME, got \(options.positional.count)")
+        }
+        guard Accounts.isValidName(name) else { throw UsageError(UserError.invalidName(name).description) }
+        guard let change = UserAction(rawValue: action) else {
+            return .userAdd(name: name, isAdmin: options.flags.contains("--admin"), storage: storage)
+        }
+        return .userChange(change, name: name, storage: storage)
+    }
 
     private static func parseServe(_ arguments: [String]) throws(UsageError) -> ServeConfiguration {
         let options = try Options(arguments, known: serveOptions, command: "serve")
@@ -114,13 +163,17 @@ enum CommandLineParser {
         return c
     }
 
-    /// `--name value` and `--name=value` pairs, and the other arguments.
-    private struct Options {
+    /// `--name value` and `--name=value` pairs, flags, and the other arguments.
+    struct Options {
         var values: [String: String] = [:]
+        var flags: Set<String> = []
         var positional: [String] = []
 
-        /// - Parameter command: the subcommand, for messages.
-        init(_ arguments: [String], known: Set<String>, command: String) throws(UsageError) {
+        /// - Parameters:
+        ///   - known: the options that take a value.
+        ///   - flags: the options that take none.
+        ///   - command: the subcommand, for messages.
+        init(_ arguments: [String], known: Set<String>, flags flagNames: Set<String> = [], command: String) throws(UsageError) {
             var index = 0
             while index < arguments.count {
                 let argument = arguments[index]
@@ -134,6 +187,11 @@ enum CommandLineParser {
                 if let equals = argument.firstIndex(of: "=") {
                     name = String(argument[..<equals])
                     value = String(argument[argument.index(after: equals)...])
+                }
+                if flagNames.contains(name) {
+                    guard value == nil else { throw UsageError("\(name) takes no value") }
+                    guard flags.insert(name).inserted else { throw UsageError("\(name) was given more than once") }
+                    continue
                 }
                 guard known.contains(name) else {
                     throw UsageError("unknown option \(quoted(name, limit: 64)) for \(command)")

@@ -27,14 +27,18 @@ public enum ServerCommand {
             return ExitStatus.success.rawValue
         case .serve(let configuration):
             return serve(configuration)
-        case .userAdd(let name, let storage):
-            return addUser(name, storage: storage)
+        case .userAdd(let name, let isAdmin, let storage):
+            return addUser(name, isAdmin: isAdmin, storage: storage)
+        case .userChange(let action, let name, let storage):
+            return changeUser(name, action, storage: storage)
         case .userList(let storage):
             return listUsers(storage: storage)
         case .migrate(let storage):
             return migrate(storage)
         case .backup(let destination, let storage):
             return backup(storage, to: destination)
+        case .export(let request, let storage):
+            return export(request, from: storage)
         }
     }
 
@@ -151,16 +155,34 @@ public enum ServerCommand {
 
     // MARK: user, migrate
 
-    static func addUser(_ name: String, storage: StorageLocation) -> Int32 {
+    static func addUser(_ name: String, isAdmin: Bool, storage: StorageLocation) -> Int32 {
+        userCommand("add user", in: storage) { accounts in
+            StandardStreams.writeOutputLine(try accounts.add(named: name, isAdmin: isAdmin))
+        }
+    }
+
+    /// `user rotate` prints the new token, once; `revoke` and `deactivate` print nothing.
+    static func changeUser(_ name: String, _ action: UserAction, storage: StorageLocation) -> Int32 {
+        userCommand("\(action.rawValue) user", in: storage) { accounts in
+            switch action {
+            case .rotate: StandardStreams.writeOutputLine(try accounts.rotate(named: name))
+            case .revoke: try accounts.revoke(named: name)
+            case .deactivate: try accounts.deactivate(named: name)
+            }
+        }
+    }
+
+    /// Runs `body` on the accounts of `storage`: a ``UserError`` is said
+    /// as it is, any other error as a failure to `what`; both exit 1.
+    private static func userCommand(_ what: String, in storage: StorageLocation, _ body: (Accounts) throws -> Void) -> Int32 {
         do {
-            let token = try Accounts(try storage.open(poolSize: 1)).add(named: name)
-            StandardStreams.writeOutputLine(token)
+            try body(Accounts(try storage.open(poolSize: 1)))
             return ExitStatus.success.rawValue
         } catch let error as UserError {
             StandardStreams.writeErrorLine("expense-server: \(error)")
             return ExitStatus.failure.rawValue
         } catch {
-            StandardStreams.writeErrorLine("expense-server: Failed to add user in \(storage): \(error)")
+            StandardStreams.writeErrorLine("expense-server: Failed to \(what) in \(storage): \(error)")
             return ExitStatus.failure.rawValue
         }
     }
@@ -168,7 +190,7 @@ public enum ServerCommand {
     static func listUsers(storage: StorageLocation) -> Int32 {
         do {
             for user in try Accounts(try storage.open(poolSize: 1)).list() {
-                StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)")
+                StandardStreams.writeOutputLine("\(user.name)\t\(user.createdAt)\t\(user.isAdmin ? "admin" : "user")\t\(user.state.rawValue)")
             }
             return ExitStatus.success.rawValue
         } catch {

@@ -54,10 +54,14 @@ enum ServerHelp {
 
     static let subcommands: [(String, String)] = [
         ("serve", "Serve the API until SIGTERM or SIGINT."),
-        ("user add NAME", "Create a user and print its bearer token (once; only a hash is kept)."),
-        ("user list", "Print each user's name and creation time."),
+        ("user add NAME", "Create a user and print its bearer token (once; only a hash is kept).\nWith --admin, the user sees every user's expenses and manages users."),
+        ("user list", "Print each user's name, creation time, role (admin, user) and state\n(active, revoked, deactivated), tab-separated."),
+        ("user rotate NAME", "Give the user a new token and print it (once); the old one and its\nsessions stop working at once. A revoked user is active again."),
+        ("user revoke NAME", "Refuse the user's token and sessions from now on (rotate gives a new one)."),
+        ("user deactivate NAME", "Retire the user for good: no token works again; its expenses are kept,\nand admins still see them."),
         ("migrate", "Create or migrate the schema and print its version (serve does it too)."),
         ("backup DEST", "Copy SQLite data, while the server runs, into DEST: a new data directory\nto serve from. (For PostgreSQL use pg_dump.)"),
+        ("export", "Write every expense (deleted ones left out), oldest date first, to\nstandard output, streamed from the database: --format csv (RFC 4180,\nthe default) or jsonl; --since DATE (YYYY-MM-DD) and --user NAME filter."),
     ]
 
     static let text = """
@@ -66,10 +70,14 @@ enum ServerHelp {
 
         USAGE: expense-server serve --data-dir DIR [--listen HOST:PORT] [options]
                expense-server serve --database postgresql://... [--data-dir DIR] [options]
-               expense-server user add NAME (--data-dir DIR | --database URL)
+               expense-server user add NAME [--admin] (--data-dir DIR | --database URL)
                expense-server user list (--data-dir DIR | --database URL)
+               expense-server user rotate NAME (--data-dir DIR | --database URL)
+               expense-server user revoke NAME (--data-dir DIR | --database URL)
+               expense-server user deactivate NAME (--data-dir DIR | --database URL)
                expense-server migrate (--data-dir DIR | --database URL)
                expense-server backup DEST --data-dir DIR [--database PATH]
+               expense-server export [--format csv|jsonl] [--since DATE] [--user NAME] (--data-dir DIR | --database URL)
 
         SUBCOMMANDS:
         \(layout.rows(subcommands))

@@ -20,6 +20,15 @@ public final class FileDescriptor: Sendable {
 
     deinit { Glibc.close(rawValue) }
 
+    /// A descriptor of our own for the open file `rawValue` (standard
+    /// output, say), closed without closing `rawValue`. Wraps
+    /// `fcntl(F_DUPFD_CLOEXEC)`.
+    public static func duplicate(_ rawValue: Int32) throws(SystemCallError) -> FileDescriptor {
+        let copy = fcntl(rawValue, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw SystemCallError(call: "fcntl", errno: errno) }
+        return FileDescriptor(owning: copy)
+    }
+
     /// Open flags, spelled as in `open(2)`.
     public struct OpenFlags: OptionSet, Sendable {
         public let rawValue: Int32

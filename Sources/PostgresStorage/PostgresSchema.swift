@@ -73,6 +73,25 @@ enum PostgresSchema {
             );
             CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at_ms);
             """),
+        Migration(version: 2, sql: """
+            -- Roles and token lifecycle: a user is active, revoked (its token
+            -- refused until rotated) or deactivated (kept for its expenses).
+            ALTER TABLE users ADD COLUMN is_admin boolean NOT NULL DEFAULT false;
+            ALTER TABLE users ADD COLUMN state text NOT NULL DEFAULT 'active'
+                CHECK (state IN ('active', 'revoked', 'deactivated'));
+            -- Signed-in browsers. A session holds the hash of the token it was
+            -- opened with: a rotated or revoked token ends it at the next request.
+            CREATE TABLE sessions (
+                id_hash text PRIMARY KEY,
+                user_id bigint NOT NULL REFERENCES users (id),
+                token_hash text NOT NULL,
+                csrf text NOT NULL,
+                expires_at_ms bigint NOT NULL
+            );
+            CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
+            -- The web list's order and filters, per user.
+            CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            """),
     ]
 
     /// The latest version this program knows.

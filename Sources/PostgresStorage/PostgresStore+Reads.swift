@@ -61,23 +61,4 @@ extension PostgresStore {
             try db.scalarInt("SELECT count(*) FROM idempotency_keys WHERE user_id = $1 AND key = $2", [.integer(user), .text(key)]) ?? 0 > 0
         }
     }
-
-    // MARK: Users
-
-    public func insertUser(name: String, tokenHash: String, createdAt: String) throws -> Bool {
-        try write { writer in
-            try writer.db.execute("INSERT INTO users (name, token_hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
-                                  [.text(name), .text(tokenHash), .text(createdAt)]) == 1
-        }
-    }
-
-    public func users() throws -> [UserRecord] {
-        try read { db in
-            try db.query("SELECT name, created_at FROM users ORDER BY name") { UserRecord(name: $0.string(0), createdAt: $0.string(1)) }
-        }
-    }
-
-    public func userID(forTokenHash tokenHash: String) throws -> Int64? {
-        try read { db in try db.scalarInt("SELECT id FROM users WHERE token_hash = $1", [.text(tokenHash)]) }
-    }
 }

@@ -159,3 +159,17 @@ extension Connection {
         guard rc == SQLITE_OK else { throw SQLiteError(code: rc, message: String(cString: sqlite3_errstr(rc))) }
     }
 }
+
+extension Connection {
+    /// Hands the rows of a query to `row` one at a time, as SQLite steps
+    /// to them: nothing is collected, so a result of any size is read in
+    /// constant memory.
+    public func forEach(_ sql: String, _ values: [SQLValue] = [], _ row: (Row) throws -> Void) throws {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(values)
+        while try statement.step() {
+            try row(Row(statement: statement))
+        }
+    }
+}

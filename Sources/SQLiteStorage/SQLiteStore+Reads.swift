@@ -53,24 +53,4 @@ extension SQLiteStore {
             try db.query("SELECT receipt_file FROM expenses WHERE receipt_file IS NOT NULL") { $0.string(0) }
         })
     }
-
-    // MARK: Users
-
-    public func insertUser(name: String, tokenHash: String, createdAt: String) throws -> Bool {
-        try write { w in
-            try w.db.execute("INSERT INTO users (name, token_hash, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                             [.text(name), .text(tokenHash), .text(createdAt)])
-            return w.db.changes == 1
-        }
-    }
-
-    public func users() throws -> [UserRecord] {
-        try read { db in
-            try db.query("SELECT name, created_at FROM users ORDER BY name") { UserRecord(name: $0.string(0), createdAt: $0.string(1)) }
-        }
-    }
-
-    public func userID(forTokenHash tokenHash: String) throws -> Int64? {
-        try read { db in try db.scalarInt("SELECT id FROM users WHERE token_hash = ?", [.text(tokenHash)]) }
-    }
 }

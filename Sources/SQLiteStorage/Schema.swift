@@ -47,6 +47,25 @@ enum Schema {
             ) WITHOUT ROWID;
             CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at_ms);
             """),
+        Migration(version: 2, sql: """
+            -- Roles and token lifecycle: a user is active, revoked (its token
+            -- refused until rotated) or deactivated (kept for its expenses).
+            ALTER TABLE users ADD COLUMN is_admin INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE users ADD COLUMN state TEXT NOT NULL DEFAULT 'active'
+                CHECK (state IN ('active', 'revoked', 'deactivated'));
+            -- Signed-in browsers. A session holds the hash of the token it was
+            -- opened with: a rotated or revoked token ends it at the next request.
+            CREATE TABLE sessions (
+                id_hash TEXT PRIMARY KEY,
+                user_id INTEGER NOT NULL REFERENCES users (id),
+                token_hash TEXT NOT NULL,
+                csrf TEXT NOT NULL,
+                expires_at_ms INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
+            -- The web list's order and filters, per user.
+            CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            """),
     ]
 
     /// Pragmas for every connection: WAL, and commits that are on disk

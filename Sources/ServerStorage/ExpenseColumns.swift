@@ -20,6 +20,15 @@ public enum ExpenseColumns {
         """
     }
 
+    /// ``list(receiptLocator:)`` for the table aliased `e`, in a join
+    /// (`receiptLocator` written for that alias too).
+    public static func qualified(receiptLocator: String) -> String {
+        list(receiptLocator: "\u{1}").split(separator: ",").map { column in
+            let name = String(column.drop { $0 == " " || $0 == "\n" })
+            return name == "\u{1}" ? receiptLocator : "e.\(name)"
+        }.joined(separator: ", ")
+    }
+
     /// How many columns ``list(receiptLocator:)`` has.
     public static let count = 21
 

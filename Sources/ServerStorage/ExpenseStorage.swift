@@ -8,7 +8,7 @@ import Posix
 /// also between processes. Methods block the calling thread (the HTTP
 /// server's connection thread): never call them from async code.
 /// Errors are ``StorageError``s.
-public protocol ExpenseStorage: UserDirectory {
+public protocol ExpenseStorage: UserDirectory, ExpenseListing {
     /// `POST /v1/expenses`.
     func create(_ operation: IdempotentOperation, _ request: CreateRequest) throws -> WriteOutcome
     /// `PATCH /v1/expenses/{id}`.
@@ -52,15 +52,4 @@ public protocol ExpenseStorage: UserDirectory {
     /// progress, in this or another process).
     /// - Returns: the names removed, for the log.
     func removeLeftovers(graceNanoseconds: Int64, now: Int64) throws -> [String]
-}
-
-/// The users of a database: only their token's hash is stored.
-public protocol UserDirectory: Sendable {
-    /// Adds a user.
-    /// - Returns: false when the name is taken.
-    func insertUser(name: String, tokenHash: String, createdAt: String) throws -> Bool
-    /// Every user, by name.
-    func users() throws -> [UserRecord]
-    /// The user whose token has SHA-256 (hex) `tokenHash`.
-    func userID(forTokenHash tokenHash: String) throws -> Int64?
 }

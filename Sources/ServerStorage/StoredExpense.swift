@@ -74,17 +74,6 @@ public struct ReceiptContent: Sendable {
     }
 }
 
-/// A user as `user list` shows them.
-public struct UserRecord: Sendable, Equatable {
-    public let name: String
-    public let createdAt: String
-
-    public init(name: String, createdAt: String) {
-        self.name = name
-        self.createdAt = createdAt
-    }
-}
-
 extension CanonicalExpense {
     /// Where a receipt's bytes are served (contract.md: clients treat it as opaque).
     public static func receiptURL(_ transactionID: String) -> String {

@@ -35,7 +35,7 @@ import Testing
             let roff = option.replacingOccurrences(of: "-", with: "\\-")
             #expect(man.split(separator: "\n").contains { $0.hasPrefix(".BI ") && $0.contains("\(roff) \"") }, "\(option) is not in the man page's OPTIONS")
         }
-        for subcommand in ["serve", "user add", "user list", "migrate", "backup"] {
+        for subcommand in ["serve", "user add", "user list", "user rotate", "user revoke", "user deactivate", "migrate", "backup", "export"] {
             #expect(help.contains("expense-server \(subcommand) "), "\(subcommand) is not in --help's USAGE")
             #expect(docs.contains("expense-server \(subcommand) "), "\(subcommand) is not in docs/server.md")
             #expect(man.contains(".B expense-server \(subcommand)"), "\(subcommand) is not in the man page's SYNOPSIS")
@@ -94,6 +94,23 @@ import Testing
         (["user", "add", "bob", "carol", "--data-dir", "DIR"], "user add takes exactly one NAME, got 2"),
         (["user", "add", "bob", "--data-dir", "DIR", "--listen", "127.0.0.1:0"], "unknown option '--listen' for user add"),
         (["user", "add", "", "--data-dir", "DIR"], "invalid user name ''"),
+        (["user", "add", "bob", "--admin=yes", "--data-dir", "DIR"], "--admin takes no value"),
+        (["user", "add", "bob", "--admin", "--admin", "--data-dir", "DIR"], "--admin was given more than once"),
+        (["user", "add", "--admin", "--data-dir", "DIR"], "user add takes exactly one NAME, got 0"),
+        (["user", "add", "bob", "--data-dir", "--admin"], "--data-dir needs a value"),
+        (["user", "list", "--admin", "--data-dir", "DIR"], "unknown option '--admin' for user list"),
+        (["user", "rotate", "--data-dir", "DIR"], "user rotate takes exactly one NAME, got 0"),
+        (["user", "rotate", "bob", "carol", "--data-dir", "DIR"], "user rotate takes exactly one NAME, got 2"),
+        (["user", "rotate", "bob"], "--data-dir is required"),
+        (["user", "rotate", "bob", "--admin", "--data-dir", "DIR"], "unknown option '--admin' for user rotate"),
+        (["user", "rotate", "bad/name", "--data-dir", "DIR"], "invalid user name 'bad/name'"),
+        (["user", "revoke", "--data-dir", "DIR"], "user revoke takes exactly one NAME, got 0"),
+        (["user", "revoke", "bob", "--database", "postgresql://bob:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
+        (["user", "revoke", "bob", "--data-dir", "DIR", "--listen", "127.0.0.1:0"], "unknown option '--listen' for user revoke"),
+        (["user", "deactivate", "", "--data-dir", "DIR"], "invalid user name ''"),
+        (["user", "deactivate", "a", "b", "--data-dir", "DIR"], "user deactivate takes exactly one NAME, got 2"),
+        (["user", "deactivate", "bob", "--data-dir="], "--data-dir must not be empty"),
+        (["user", "Rotate", "bob", "--data-dir", "DIR"], "unknown user subcommand 'Rotate'; expected add, list, rotate, revoke or deactivate"),
         (["user", "list"], "--data-dir is required"),
         (["user", "list", "--data-dir="], "--data-dir must not be empty"),
         (["user", "list", "bob", "--data-dir", "DIR"], "user list takes no arguments, got 'bob'"),
@@ -124,6 +141,23 @@ import Testing
         (["user", "list", "--database", ""], "--database must not be empty"),
         (["user", "list", "--database", "postgresql:///expenses?host=/nonexistent&password=secret-password"], "--database must not hold a password"),
         (["user", "list", "--database", nowhere, "--header-timeout", "5"], "unknown option '--header-timeout' for user list"),
+        // export
+        (["export"], "--data-dir is required"),
+        (["export", "--data-dir", "DIR", "--format"], "--format needs a value"),
+        (["export", "--data-dir", "DIR", "--format", "xlsx"], "--format must be csv or jsonl, got 'xlsx'"),
+        (["export", "--data-dir", "DIR", "--format", "CSV"], "--format must be csv or jsonl, got 'CSV'"),
+        (["export", "--data-dir", "DIR", "--format="], "--format must be csv or jsonl, got ''"),
+        (["export", "--data-dir", "DIR", "--format", "csv", "--format", "jsonl"], "--format was given more than once"),
+        (["export", "--data-dir", "DIR", "--since", "2026-02-30"], "--since must be a date, YYYY-MM-DD, got '2026-02-30'"),
+        (["export", "--data-dir", "DIR", "--since", "yesterday"], "--since must be a date, YYYY-MM-DD, got 'yesterday'"),
+        (["export", "--data-dir", "DIR", "--since", "2026-1-5"], "--since must be a date"),
+        (["export", "--data-dir", "DIR", "--since", ""], "--since must be a date, YYYY-MM-DD, got ''"),
+        (["export", "--data-dir", "DIR", "--user", "a b"], "--user: invalid user name 'a b'"),
+        (["export", "--data-dir", "DIR", "--user"], "--user needs a value"),
+        (["export", "--data-dir", "DIR", "out.csv"], "export takes no arguments, got 'out.csv'"),
+        (["export", "--data-dir", "DIR", "--until", "2026-01-01"], "unknown option '--until' for export"),
+        (["export", "--data-dir", "DIR", "--admin"], "unknown option '--admin' for export"),
+        (["export", "--database", "postgresql://u:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
         // migrate
         (["migrate"], "--data-dir is required"),
         (["migrate", "--data-dir"], "--data-dir needs a value"),
@@ -244,6 +278,47 @@ import Testing
         #expect(again.status == 1)
         #expect(again.stderr == "expense-server: user 'erin' already exists\n")
         #expect(again.stdout.isEmpty)
+    }
+
+    /// Rotate, revoke and deactivate from the command line while a server
+    /// runs: the server refuses the old token at its very next request.
+    @Test(arguments: StorageEngine.allCases)
+    func userRotateRevokeDeactivate_takeEffectAtTheRunningServersNextRequest(_ engine: StorageEngine) throws {
+        let server = try TestServer(engine)
+        let storage = server.storage.arguments
+        let first = try server.addUser("frank")
+        #expect(try server.create(key: TestServer.key(), auth: .token(first)).status == 201)
+        #expect(try server.get("/v1/expenses", auth: .token(first)).status == 200)
+
+        let rotated = try runCommand(binary, ["user", "rotate", "frank"] + storage)
+        #expect(rotated.status == 0 && rotated.stderr.isEmpty)
+        let second = rotated.stdout.trimmingCharacters(in: .newlines)
+        #expect(second.hasPrefix("esk_") && second.count == 47 && second != first)
+        #expect(try server.get("/v1/expenses", auth: .token(first)).status == 401)
+        #expect(try server.get("/v1/expenses", auth: .token(second)).status == 200)
+
+        let revoked = try runCommand(binary, ["user", "revoke", "frank"] + storage)
+        #expect(revoked.status == 0 && revoked.stdout.isEmpty && revoked.stderr.isEmpty)
+        #expect(try server.get("/v1/expenses", auth: .token(second)).status == 401)
+        let third = try runCommand(binary, ["user", "rotate", "frank"] + storage).stdout.trimmingCharacters(in: .newlines)
+        #expect(try server.get("/v1/expenses", auth: .token(third)).status == 200)
+
+        #expect(try runCommand(binary, ["user", "deactivate", "frank"] + storage).status == 0)
+        #expect(try server.get("/v1/expenses", auth: .token(third)).status == 401)
+        let again = try runCommand(binary, ["user", "rotate", "frank"] + storage)
+        #expect(again.status == 1 && again.stdout.isEmpty)
+        #expect(again.stderr == "expense-server: user 'frank' is deactivated: it keeps its expenses and gets no token again\n")
+        let missing = try runCommand(binary, ["user", "revoke", "nobody"] + storage)
+        #expect(missing.status == 1 && missing.stderr == "expense-server: no user 'nobody'\n")
+        // Kept: the expense is still stored under the deactivated user.
+        #expect(try server.scalar("SELECT count(*) FROM expenses e JOIN users u ON u.id = e.user_id WHERE u.name = 'frank'") == 1)
+
+        #expect(try runCommand(binary, ["user", "add", "boss", "--admin"] + storage).status == 0)
+        let list = try runCommand(binary, ["user", "list"] + storage).stdout.split(separator: "\n").map { line in
+            let columns = line.split(separator: "\t")
+            return "\(columns[0]) \(columns[2]) \(columns[3])"
+        }
+        #expect(list == ["alice user active", "boss admin active", "frank user deactivated"])
     }
 
     @Test(arguments: StorageEngine.allCases, [SIGTERM, SIGINT]) func signal_stopsGracefullyWithExit0(_ engine: StorageEngine, _ signal: Int32) throws {

@@ -151,7 +151,13 @@ import Testing
         #expect(c.faults.seed == 7)
         #expect(c.connectionTimeoutSeconds == 5)
         #expect(c.requestTimeoutSeconds == 300)
-        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
+        #expect(try CommandLineParser.parse(["user", "add", "bob", "--data-dir", "/d"]) == .userAdd(name: "bob", isAdmin: false, storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
+        #expect(try CommandLineParser.parse(["user", "add", "--admin", "root", "--data-dir", "/d"])
+                == .userAdd(name: "root", isAdmin: true, storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
+        #expect(try CommandLineParser.parse(["user", "rotate", "bob", "--data-dir", "/d"])
+                == .userChange(.rotate, name: "bob", storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
+        #expect(try CommandLineParser.parse(["export", "--format", "jsonl", "--since", "2026-01-31", "--user", "bob", "--data-dir", "/d"])
+                == .export(ExportRequest(format: .jsonl, since: "2026-01-31", user: "bob"), storage: .sqlite(dataDirectory: "/d", databasePath: nil)))
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--data-dir", "/d", "--data-dir", "/e"]) }
     }
 }

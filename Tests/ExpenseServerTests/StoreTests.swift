@@ -68,14 +68,38 @@ import ServerStorage
         _ = directory
     }
 
-    @Test func tokenCache_keepsHitsForItsLifetimeOnly() {
-        let cache = TokenCache(lifetimeSeconds: 60)
-        #expect(cache.user(forHash: "h") == nil)
-        cache.remember(hash: "h", user: 7)
-        #expect(cache.user(forHash: "h") == 7)
-        let expired = TokenCache(lifetimeSeconds: 0)
-        expired.remember(hash: "h", user: 7)
-        #expect(expired.user(forHash: "h") == nil)
+    @Test(arguments: StorageEngine.allCases)
+    func tokenLifecycle_rotateRevokeDeactivate_takeEffectAtTheNextLookup(_ engine: StorageEngine) throws {
+        let (store, accounts, _, _, _) = try makeStore(engine)
+        let rootToken = try accounts.add(named: "root", isAdmin: true)
+        #expect(try accounts.account(forToken: rootToken)?.isAdmin == true)
+        let first = try accounts.add(named: "carol")
+        let carol = try #require(try accounts.account(forToken: first))
+        #expect(carol.isAdmin == false && carol.name == "carol")
+        _ = try store.create(operation(carol.id, ClientID.make()), try CreateRequest(["merchant": "A"]))
+
+        let second = try accounts.rotate(named: "carol")
+        #expect(second != first)
+        #expect(try accounts.account(forToken: first) == nil)
+        #expect(try accounts.account(forToken: second) == carol)
+
+        try accounts.revoke(named: "carol")
+        #expect(try accounts.account(forToken: second) == nil)
+        #expect(try accounts.list().first { $0.name == "carol" }?.state == .revoked)
+        let third = try accounts.rotate(named: "carol")
+        #expect(try accounts.account(forToken: third) == carol)
+
+        try accounts.deactivate(named: "carol")
+        #expect(try accounts.account(forToken: third) == nil)
+        #expect(throws: UserError.deactivated("carol")) { try accounts.rotate(named: "carol") }
+        #expect(throws: UserError.deactivated("carol")) { try accounts.revoke(named: "carol") }
+        #expect(throws: UserError.deactivated("carol")) { try accounts.deactivate(named: "carol") }
+        #expect(throws: UserError.notFound("nobody")) { try accounts.rotate(named: "nobody") }
+        #expect(throws: UserError.notFound("nobody")) { try accounts.revoke(named: "nobody") }
+        // The expenses stay.
+        #expect(try store.changes(user: carol.id, after: 0, limit: 10).expenses.count == 1)
+        let listed = try accounts.list().map { "\($0.name) \($0.isAdmin) \($0.state)" }
+        #expect(listed == ["alice false active", "bob false active", "carol false deactivated", "root true active"])
     }
 
     @Test func sweep_removesOnlyOldUnreferencedFilesOfOurs() throws {

@@ -48,6 +48,28 @@ public struct StorageFixture: Sendable {
         return try db.scalarInt(sql)
     }
 
+    /// The first `columns` columns of each row `sql` returns, as text
+    /// (`nil` for NULL), read straight from the database.
+    public func rows(_ sql: String, columns: Int) throws -> [[String?]] {
+        if let database {
+            return try Postgres.Connection(database).query(sql) { row in (0..<columns).map { row.optionalString($0) } }
+        }
+        let db = try SQLite.Connection(path: "\(dataDirectory)/expense-server.db")
+        db.setBusyTimeout(milliseconds: 5000)
+        return try db.query(sql) { row in (0..<columns).map { row.optionalString($0) } }
+    }
+
+    /// Runs `sql` straight on the database (SQL the engine understands).
+    public func execute(_ sql: String) throws {
+        if let database {
+            try Postgres.Connection(database).execute(sql)
+            return
+        }
+        let db = try SQLite.Connection(path: "\(dataDirectory)/expense-server.db")
+        db.setBusyTimeout(milliseconds: 5000)
+        try db.execute(sql)
+    }
+
     /// The SHA-256 (hex) of every receipt's bytes as stored, sorted: the
     /// files under `receipts/`, or the chunks of each receipt in the
     /// database put back together.
