@@ -76,7 +76,10 @@ let package = Package(
         .target(name: "PostgresStorage", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix", "Postgres"]),
         .target(name: "ServerAccounts", dependencies: ["ServerStorage", "ExpenseCore", "Digest", "Posix"]),
         .target(name: "ServerAPI", dependencies: ["ServerStorage", "ServerAccounts", "ExpenseCore", "Digest", "Posix", "HTTPD", "Systemd"]),
-        .target(name: "ExpenseServer", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
+        // The web interface, for people: beside the API (whose paths it hands
+        // over), over the same seam; no engine, no database.
+        .target(name: "ServerWeb", dependencies: ["ServerAPI", "ServerAccounts", "ServerStorage", "ExpenseCore", "Digest", "Posix", "HTTPD"]),
+        .target(name: "ExpenseServer", dependencies: ["ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                      "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
         // Thin executables.
@@ -105,7 +108,7 @@ let package = Package(
         .testTarget(name: "SpoolIntakeTests", dependencies: ["SpoolIntake", "DaemonSupport", "OutboxStore", "ExpenseCore", "ExpenseTestSupport",
                                                          "Posix", "SQLite"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
-        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
+        .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         // expensectl against a real daemon: help, exit statuses, --json shapes.
         .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),

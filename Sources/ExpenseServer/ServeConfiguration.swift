@@ -1,5 +1,6 @@
 import Posix
 import ServerAPI
+import ServerWeb
 
 /// Everything `expense-server serve` is told (docs/server.md, "Options").
 struct ServeConfiguration: Sendable, Equatable {
@@ -28,6 +29,11 @@ struct ServeConfiguration: Sendable, Equatable {
 }
 
 extension ServeConfiguration {
+    /// What the web interface is told.
+    var web: WebSettings {
+        WebSettings()
+    }
+
     /// What the HTTP layer is told.
     var api: APISettings {
         var settings = APISettings()

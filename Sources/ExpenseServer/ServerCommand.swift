@@ -4,6 +4,7 @@ import Posix
 import ServerAccounts
 import ServerAPI
 import ServerStorage
+import ServerWeb
 import SQLiteStorage
 import Systemd
 
@@ -79,7 +80,9 @@ public enum ServerCommand {
             log.log(.error, "Failed to listen on \(configuration.listen): \(error)")
             return ExitStatus.failure.rawValue
         }
-        let service = APIService(storage: store, accounts: Accounts(store), settings: configuration.api, log: log)
+        let accounts = Accounts(store)
+        let api = APIService(storage: store, accounts: accounts, settings: configuration.api, log: log)
+        let service = WebService(api: api, storage: store, accounts: accounts, settings: configuration.web, log: log)
         var options = HTTPServer.Options()
         options.connectionLimit = configuration.maxConnections
         options.perAddressConnectionLimit = configuration.maxConnectionsPerAddress
@@ -105,7 +108,10 @@ public enum ServerCommand {
             _ = try? Poll.wait([(signals.descriptor, .readable)], timeoutMilliseconds: 3_600_000)
             let received = signals.pending()
             if received.contains(Signals.terminate) || received.contains(Signals.interrupt) { break }
-            if received.isEmpty { runMaintenance(store, configuration: configuration, log: log) }
+            if received.isEmpty {
+                runMaintenance(store, configuration: configuration, log: log)
+                do { _ = try service.purgeSessions() } catch { log.log(.warning, "Failed to forget expired sessions: \(error), ignoring") }
+            }
         }
 
         ServiceManager.stopping()

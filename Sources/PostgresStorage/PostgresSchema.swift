@@ -91,6 +91,32 @@ enum PostgresSchema {
             CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
             -- The web list's order and filters, per user.
             CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            -- Every version of every expense, written by the transaction that
+            -- makes it (a trigger: no write path can forget it).
+            CREATE TABLE expense_versions (
+                expense_id bigint NOT NULL REFERENCES expenses (id),
+                version integer NOT NULL,
+                merchant text, amount text, currency text, date text,
+                category text, comment text, tax_tag text,
+                receipt_sha256 text,
+                deleted boolean NOT NULL,
+                conflicts text NOT NULL,
+                at text NOT NULL,
+                PRIMARY KEY (expense_id, version)
+            );
+            INSERT INTO expense_versions
+                SELECT id, version, merchant, amount, currency, date, category, comment, tax_tag, receipt_sha256, deleted, conflicts, updated_at
+                FROM expenses;
+            CREATE FUNCTION expense_versions_record() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO expense_versions VALUES (NEW.id, NEW.version, NEW.merchant, NEW.amount, NEW.currency, NEW.date,
+                    NEW.category, NEW.comment, NEW.tax_tag, NEW.receipt_sha256, NEW.deleted, NEW.conflicts, NEW.updated_at)
+                ON CONFLICT (expense_id, version) DO NOTHING;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER expense_versions_on_insert AFTER INSERT ON expenses FOR EACH ROW EXECUTE FUNCTION expense_versions_record();
+            CREATE TRIGGER expense_versions_on_update AFTER UPDATE OF version ON expenses
+                FOR EACH ROW WHEN (NEW.version IS DISTINCT FROM OLD.version) EXECUTE FUNCTION expense_versions_record();
             """),
     ]
 

@@ -43,3 +43,42 @@ extension PostgresStore {
         }
     }
 }
+
+extension PostgresStore {
+    public func versions(ofRow rowID: Int64) throws -> [ExpenseVersion] {
+        try read { db in
+            try db.query("SELECT \(ExpenseVersion.columns) FROM expense_versions WHERE expense_id = $1 ORDER BY version DESC",
+                         [.integer(rowID)]) { ExpenseVersion(row: $0) }
+        }
+    }
+
+    // MARK: Sessions
+
+    public func insertSession(_ session: NewSession) throws {
+        _ = try write { writer in
+            try writer.db.execute("INSERT INTO sessions (id_hash, user_id, token_hash, csrf, expires_at_ms) VALUES ($1, $2, $3, $4, $5)",
+                                  [.text(session.idHash), .integer(session.user), .text(session.tokenHash), .text(session.csrf),
+                                   .integer(session.expiresAtMilliseconds)])
+        }
+    }
+
+    public func session(idHash: String, nowMilliseconds: Int64) throws -> ActiveSession? {
+        try read { db in
+            try db.queryFirst("""
+                SELECT u.id, u.name, u.is_admin, s.csrf, s.expires_at_ms FROM sessions s JOIN users u ON u.id = s.user_id
+                WHERE s.id_hash = $1 AND s.expires_at_ms > $2 AND u.token_hash = s.token_hash AND u.state = 'active'
+                """, [.text(idHash), .integer(nowMilliseconds)]) {
+                ActiveSession(account: Account(id: $0.int64(0), name: $0.string(1), isAdmin: $0.bool(2)), csrf: $0.string(3),
+                              expiresAtMilliseconds: $0.int64(4))
+            }
+        }
+    }
+
+    public func deleteSession(idHash: String) throws {
+        _ = try write { writer in try writer.db.execute("DELETE FROM sessions WHERE id_hash = $1", [.text(idHash)]) }
+    }
+
+    public func purgeSessions(nowMilliseconds: Int64) throws -> Int {
+        try write { writer in try writer.db.execute("DELETE FROM sessions WHERE expires_at_ms <= $1", [.integer(nowMilliseconds)]) }
+    }
+}

@@ -65,6 +65,30 @@ enum Schema {
             CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
             -- The web list's order and filters, per user.
             CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            -- Every version of every expense, written by the transaction that
+            -- makes it (a trigger: no write path can forget it).
+            CREATE TABLE expense_versions (
+                expense_id INTEGER NOT NULL REFERENCES expenses (id),
+                version INTEGER NOT NULL,
+                merchant TEXT, amount TEXT, currency TEXT, date TEXT,
+                category TEXT, comment TEXT, tax_tag TEXT,
+                receipt_sha256 TEXT,
+                deleted INTEGER NOT NULL,
+                conflicts TEXT NOT NULL,
+                at TEXT NOT NULL,
+                PRIMARY KEY (expense_id, version)
+            ) WITHOUT ROWID;
+            INSERT INTO expense_versions
+                SELECT id, version, merchant, amount, currency, date, category, comment, tax_tag, receipt_sha256, deleted, conflicts, updated_at
+                FROM expenses;
+            CREATE TRIGGER expense_versions_on_insert AFTER INSERT ON expenses BEGIN
+                INSERT OR REPLACE INTO expense_versions VALUES (NEW.id, NEW.version, NEW.merchant, NEW.amount, NEW.currency, NEW.date,
+                    NEW.category, NEW.comment, NEW.tax_tag, NEW.receipt_sha256, NEW.deleted, NEW.conflicts, NEW.updated_at);
+            END;
+            CREATE TRIGGER expense_versions_on_update AFTER UPDATE OF version ON expenses BEGIN
+                INSERT OR REPLACE INTO expense_versions VALUES (NEW.id, NEW.version, NEW.merchant, NEW.amount, NEW.currency, NEW.date,
+                    NEW.category, NEW.comment, NEW.tax_tag, NEW.receipt_sha256, NEW.deleted, NEW.conflicts, NEW.updated_at);
+            END;
             """),
     ]
 

@@ -34,6 +34,8 @@ public final class APIService: HTTPService {
 }
 
 extension HTTPTermination {
+    public var accessNote: String? { note }
+
     /// The access log's note for an exchange that ended this way without
     /// an answer (docs/server.md, "Access log"); `nil` for the ways that
     /// need no note of their own.

@@ -1,12 +1,12 @@
 /// A request target split into its path and its decoded query parameters.
-struct RequestTarget: Sendable {
+public struct RequestTarget: Sendable {
     /// The path as sent (not percent-decoded: no route needs escapes).
-    let path: String
+    public let path: String
     /// Query parameters in order, percent-decoded; `nil` when the query
     /// is not valid (a bad escape, or bytes that are not UTF-8).
-    let query: [(name: String, value: String)]?
+    public let query: [(name: String, value: String)]?
 
-    init(_ target: String) {
+    public init(_ target: String) {
         if let mark = target.firstIndex(of: "?") {
             path = String(target[..<mark])
             query = Self.parseQuery(target[target.index(after: mark)...])
@@ -25,7 +25,8 @@ struct RequestTarget: Sendable {
         return values.first?.value
     }
 
-    private static func parseQuery(_ text: Substring) -> [(name: String, value: String)]? {
+    /// `a=1&b=2` (a query string, or a form body) decoded; `nil` for bad escapes or bytes that are not UTF-8.
+    public static func parseQuery(_ text: Substring) -> [(name: String, value: String)]? {
         var result: [(name: String, value: String)] = []
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -36,7 +37,7 @@ struct RequestTarget: Sendable {
     }
 
     /// Percent-decoding with `+` as space (HTML forms, which query strings follow).
-    static func decode(_ text: Substring) -> String? {
+    public static func decode(_ text: Substring) -> String? {
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {

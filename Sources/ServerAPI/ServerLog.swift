@@ -28,7 +28,7 @@ public final class ServerLog: Sendable {
 
     /// One access log line (docs/server.md, "Access log"):
     /// `POST /v1/expenses 201 1.8ms cp-0206e11a39722b8b0b0d34 replayed=false`.
-    func access(_ entry: AccessEntry) {
+    public func access(_ entry: AccessEntry) {
         let line = entry.line
         if toJournal {
             var fields: [(String, String)] = [
@@ -57,6 +57,17 @@ public struct AccessEntry: Sendable {
     /// injected (`fault=drop-response`), or why the server closed the
     /// connection (`closed=timeout`).
     var note: String?
+
+    public init(method: String, path: String, status: Int?, durationNanoseconds: UInt64, transactionID: String?,
+                replayed: Bool = false, note: String? = nil) {
+        self.method = method
+        self.path = path
+        self.status = status
+        self.durationNanoseconds = durationNanoseconds
+        self.transactionID = transactionID
+        self.replayed = replayed
+        self.note = note
+    }
 
     var statusText: String { status.map { String($0) } ?? "000" }
 

@@ -32,6 +32,9 @@ public enum EditMerge {
         if base > Int64(expense.version) {
             throw .invalidField("base_version", "\(base) is newer than the expense's version \(expense.version)")
         }
+        if request.requiresCurrentVersion && base < Int64(expense.version) {
+            throw StorageError(.staleVersion, "the expense changed since version \(base): it is at version \(expense.version)")
+        }
         if base == Int64(expense.version) {
             for (name, value) in request.changes {
                 fields[name] = value

@@ -1,3 +1,5 @@
+import ExpenseCore
+
 /// Which expenses a listing or an export is about: the web interface's
 /// filters and `expense-server export`'s options, written once as SQL both
 /// engines run (only the placeholders differ).
@@ -119,11 +121,12 @@ public struct ExpenseQuery: Sendable {
 
     /// How many expenses match, and the sum of their amounts per currency
     /// in minor units (a stored amount has exactly its currency's fraction
-    /// digits, so its digits without the point are minor units).
+    /// digits, so its digits without the point are minor units). The sum is
+    /// cast back: PostgreSQL sums a bigint as a numeric.
     public static func totals(_ filter: ExpenseFilter, placeholder: (Int) -> String) -> ExpenseQuery {
         let (clause, values) = whereClause(filter, placeholder: placeholder)
         return ExpenseQuery(sql: """
-            SELECT coalesce(e.currency, ''), count(*), coalesce(sum(CAST(replace(e.amount, '.', '') AS BIGINT)), 0)
+            SELECT coalesce(e.currency, ''), count(*), CAST(coalesce(sum(CAST(replace(e.amount, '.', '') AS BIGINT)), 0) AS BIGINT)
             FROM expenses e \(clause) GROUP BY e.currency ORDER BY 1
             """, values: values)
     }
@@ -171,4 +174,37 @@ public protocol ExpenseListing: Sendable {
     func forEachExpense(_ filter: ExpenseFilter, _ row: (ListedExpense) throws -> Void) throws
     /// One expense, tombstones included, whoever it belongs to (an admin's view).
     func anyExpense(_ transactionID: String) throws -> ListedExpense?
+    /// Every version of the expense of row `rowID`, newest first.
+    func versions(ofRow rowID: Int64) throws -> [ExpenseVersion]
+}
+
+/// One version of an expense, as its history shows it.
+public struct ExpenseVersion: Sendable, Equatable {
+    public let version: Int
+    public let fields: ExpenseFields
+    public let receiptSHA256: String?
+    public let deleted: Bool
+    /// The fields in conflict at this version.
+    public let conflicts: [String: ConflictValues]
+    public let at: String
+
+    public init(version: Int, fields: ExpenseFields, receiptSHA256: String?, deleted: Bool, conflicts: [String: ConflictValues], at: String) {
+        self.version = version
+        self.fields = fields
+        self.receiptSHA256 = receiptSHA256
+        self.deleted = deleted
+        self.conflicts = conflicts
+        self.at = at
+    }
+
+    /// The select list ``init(row:)`` reads.
+    public static let columns = "version, merchant, amount, currency, date, category, comment, tax_tag, receipt_sha256, deleted, conflicts, at"
+
+    public init(row: some StorageRow) {
+        self.init(version: row.int(0),
+                  fields: ExpenseFields(merchant: row.optionalString(1), amount: row.optionalString(2), currency: row.optionalString(3),
+                                        date: row.optionalString(4), category: row.optionalString(5), comment: row.optionalString(6),
+                                        taxTag: row.optionalString(7)),
+                  receiptSHA256: row.optionalString(8), deleted: row.bool(9), conflicts: ConflictValues.decode(row.string(10)), at: row.string(11))
+    }
 }

@@ -22,9 +22,14 @@ public struct PatchRequest: Sendable {
     public let baseVersion: Int64
     /// Field name → new value; `nil` clears the field.
     public let changes: [String: String?]
+    /// Refuse the edit (``StorageError/Code/staleVersion``) rather than
+    /// merge it when the expense changed since `baseVersion`: what a person
+    /// editing a page expects, who saw one value and typed another over it.
+    public var requiresCurrentVersion = false
 
-    public init(baseVersion: Int64, changes: [String: String?]) {
+    public init(baseVersion: Int64, changes: [String: String?], requiresCurrentVersion: Bool = false) {
         self.baseVersion = baseVersion
         self.changes = changes
+        self.requiresCurrentVersion = requiresCurrentVersion
     }
 }

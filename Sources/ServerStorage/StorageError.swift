@@ -8,7 +8,7 @@
 public struct StorageError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case idempotencyKeyReused, expenseNotFound, expenseDeleted, receiptNotFound, invalidField
+            case idempotencyKeyReused, expenseNotFound, expenseDeleted, receiptNotFound, invalidField, staleVersion
             case unavailable, failed
         }
 
@@ -25,6 +25,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         public static let receiptNotFound = Code(.receiptNotFound)
         /// An edit would leave a field invalid (`400`); ``StorageError/field`` names it.
         public static let invalidField = Code(.invalidField)
+        /// A strict edit (``PatchRequest/requiresCurrentVersion``) was made
+        /// on an older version than the expense's: nothing was changed.
+        public static let staleVersion = Code(.staleVersion)
         /// The database cannot serve now (busy, full, unreachable); a retry
         /// later may succeed (`503`).
         public static let unavailable = Code(.unavailable)

@@ -73,3 +73,46 @@ public struct UserRecord: Sendable, Equatable {
                   state: UserState(rawValue: row.string(4)) ?? .deactivated)
     }
 }
+
+/// Browser sessions of the web interface. A session is found only while
+/// it has not expired, its user is active and the user's token is still
+/// the one it was opened with: rotating, revoking or deactivating ends it.
+public protocol SessionDirectory: Sendable {
+    func insertSession(_ session: NewSession) throws
+    /// The session whose id has SHA-256 (hex) `idHash`, while it holds.
+    func session(idHash: String, nowMilliseconds: Int64) throws -> ActiveSession?
+    func deleteSession(idHash: String) throws
+    /// Forgets expired sessions. - Returns: how many.
+    func purgeSessions(nowMilliseconds: Int64) throws -> Int
+}
+
+/// A session about to be stored.
+public struct NewSession: Sendable {
+    public let idHash: String
+    public let user: Int64
+    /// The hash of the token the user signed in with.
+    public let tokenHash: String
+    public let csrf: String
+    public let expiresAtMilliseconds: Int64
+
+    public init(idHash: String, user: Int64, tokenHash: String, csrf: String, expiresAtMilliseconds: Int64) {
+        self.idHash = idHash
+        self.user = user
+        self.tokenHash = tokenHash
+        self.csrf = csrf
+        self.expiresAtMilliseconds = expiresAtMilliseconds
+    }
+}
+
+/// A session that holds: who, and the token its forms must carry.
+public struct ActiveSession: Sendable, Equatable {
+    public let account: Account
+    public let csrf: String
+    public let expiresAtMilliseconds: Int64
+
+    public init(account: Account, csrf: String, expiresAtMilliseconds: Int64) {
+        self.account = account
+        self.csrf = csrf
+        self.expiresAtMilliseconds = expiresAtMilliseconds
+    }
+}
