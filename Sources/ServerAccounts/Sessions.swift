@@ -48,7 +48,7 @@ public final class Sessions: Sendable {
     }
 
     /// 43 characters of base64url: what ``signIn(token:)`` makes.
-    static func isSessionID(_ id: String) -> Bool {
+    public static func isSessionID(_ id: String) -> Bool {
         id.utf8.count == 43 && id.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
         }

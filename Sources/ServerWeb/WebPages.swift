@@ -33,6 +33,7 @@ struct WebPages {
         switch (method, s) {
         case ("GET", ["assets", "style.css"]):
             return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/css; charset=utf-8")], body: .bytes(Array(Stylesheet.css.utf8)))
+        case ("GET", ["favicon.ico"]): throw WebError.notFound
         case ("GET", ["sign-in"]): return signInPage(status: 200, message: nil)
         case ("POST", ["sign-in"]): return try signIn()
         case ("POST", ["sign-out"]): return try signOut()
@@ -64,8 +65,11 @@ struct WebPages {
 
     // MARK: Sign in and out
 
+    /// The sign-in form. Its token is the cookie's when the browser has
+    /// one already, so that two loads (a second tab, a reload) do not
+    /// invalidate each other's form.
     private func signInPage(status: Int, message: String?) -> HTTPResponse {
-        let csrf = Accounts.base64URL(SecureRandom.bytes(32))
+        let csrf = request.cookie(Self.signInCookie).flatMap { Sessions.isSessionID($0) ? $0 : nil } ?? Accounts.base64URL(SecureRandom.bytes(32))
         var response = page("Sign in", status: status, session: nil) { html in
             html.raw("<h1>Sign in</h1>")
             if let message { html.raw("<p class=\"error\">"); html.text(message); html.raw("</p>") }
