@@ -21,7 +21,9 @@ cmicrohttpd_daemon_info(struct MHD_Daemon *d, enum MHD_DaemonInfoType t) {
 typedef void *(*cmicrohttpd_uri_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
 
 /* MHD_start_daemon with the options the HTTPD module uses, typed, on an
-   already listening socket. Every callback gets `cls`. */
+   already listening socket. Every callback gets `cls`. `extra` is an
+   MHD_OPTION_END-terminated array of more options (the TLS key and
+   certificate), passed through MHD_OPTION_ARRAY. */
 static inline struct MHD_Daemon *
 cmicrohttpd_start_daemon(unsigned int flags, int listen_fd,
                          MHD_AccessHandlerCallback handler,
@@ -34,7 +36,8 @@ cmicrohttpd_start_daemon(unsigned int flags, int listen_fd,
                          unsigned int per_ip_limit,
                          unsigned int timeout_seconds,
                          size_t memory_limit,
-                         size_t stack_size) {
+                         size_t stack_size,
+                         const struct MHD_OptionItem *extra) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls,
                             MHD_OPTION_EXTERNAL_LOGGER, logger, cls,
                             MHD_OPTION_LISTEN_SOCKET, listen_fd,
@@ -47,6 +50,7 @@ cmicrohttpd_start_daemon(unsigned int flags, int listen_fd,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_THREAD_STACK_SIZE, stack_size,
                             MHD_OPTION_STRICT_FOR_CLIENT, (int)0,
+                            MHD_OPTION_ARRAY, extra,
                             MHD_OPTION_END);
 }
 #endif

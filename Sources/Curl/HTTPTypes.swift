@@ -18,6 +18,9 @@ public struct HTTPRequest: Sendable {
     /// Abort when fewer than this many bytes per second move for `lowSpeedSeconds`.
     public var lowSpeedBytesPerSecond: Int = 100
     public var lowSpeedSeconds: Int = 30
+    /// PEM file of the certificate authorities to trust for `https://`,
+    /// instead of the system's (`CURLOPT_CAINFO`); `nil` for the system's.
+    public var caFile: String?
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none,
                 connectTimeoutMilliseconds: Int64 = 10_000, totalTimeoutMilliseconds: Int64 = 60_000) {

@@ -48,6 +48,7 @@ final class Transfer {
         check(ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "redirects")
         check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "TLS peer verification")
         check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2), "TLS host verification")
+        if let caFile = request.caFile { check(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caFile), "CA file") }
         check(ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeoutMilliseconds)), "connect timeout")
         check(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.totalTimeoutMilliseconds)), "timeout")
         check(ccurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, request.lowSpeedBytesPerSecond), "low speed limit")

@@ -21,8 +21,10 @@ extension Configuration {
 
     /// expense-server's settings, with this install's device id (the store's).
     func backendSettings(baseURL: String, deviceID: String) -> ExpenseServerBackend.Settings {
-        ExpenseServerBackend.Settings(baseURL: baseURL, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
-                                      requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
+        var settings = ExpenseServerBackend.Settings(baseURL: baseURL, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                                                     requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
+        settings.caFile = caFile
+        return settings
     }
 
     var controlHandlerSettings: ControlHandler.Settings {

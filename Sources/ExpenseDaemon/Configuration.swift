@@ -25,6 +25,8 @@ public struct Configuration: Sendable, Equatable {
     public var refreshIntervalMilliseconds: Int64 = 900_000
     public var connectTimeoutMilliseconds: Int64 = 10_000
     public var requestTimeoutMilliseconds: Int64 = 60_000
+    /// Certificate authorities to trust for an `https://` server (PEM), instead of the system's.
+    public var caFile: String?
     public var spoolSettleMilliseconds: Int64 = 500
     public var spoolMaxBytes = 25 * 1024 * 1024
     public var logTarget: Logger.Target = .auto
@@ -46,6 +48,7 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "socket", flag: "--socket", valueName: "PATH", help: "control socket (default /run/expensed/control.sock)") { c, v throws(ConfigurationError) in c.socketPath = try path(v) },
         Key(name: "spool_dir", flag: "--spool-dir", valueName: "DIR", help: "spool directory to watch, or 'none' (default /var/spool/expensed)") { c, v throws(ConfigurationError) in c.spoolDirectory = v == "none" ? nil : try path(v) },
         Key(name: "server", flag: "--server", valueName: "URL", help: "base URL of the expense server, or 'none' to queue only (default none)") { c, v throws(ConfigurationError) in c.serverURL = v == "none" ? nil : try url(v) },
+        Key(name: "ca_file", flag: "--ca-file", valueName: "FILE", help: "PEM certificate authorities to trust for an https:// server, instead of the system's") { c, v throws(ConfigurationError) in c.caFile = try path(v) },
         Key(name: "token_file", flag: "--token-file", valueName: "FILE", help: "file holding the bearer token (default: $CREDENTIALS_DIRECTORY/token)") { c, v throws(ConfigurationError) in c.tokenFile = try path(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },

@@ -154,6 +154,13 @@ enum CommandLineParser {
         c.faults.dropResponse = try options.probability("--fault-drop-response") ?? 0
         c.faults.errorRate = try options.probability("--fault-error-rate") ?? 0
         c.faults.delayMilliseconds = Int(try options.integer("--fault-delay-ms", in: 0...600_000) ?? 0)
+        switch (options.values["--tls-cert"], options.values["--tls-key"]) {
+        case (nil, nil): break
+        case (let cert?, let key?):
+            guard !cert.isEmpty, !key.isEmpty else { throw UsageError("--tls-cert and --tls-key must not be empty") }
+            c.tls = TLSFiles(certificate: cert, key: key)
+        default: throw UsageError("--tls-cert and --tls-key go together")
+        }
         if let seed = options.values["--fault-seed"] {
             guard seed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = UInt64(seed) else {
                 throw UsageError("--fault-seed must be a whole number from 0 to \(UInt64.max), got \(quoted(seed, limit: 32))")

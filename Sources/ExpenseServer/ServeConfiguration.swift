@@ -1,3 +1,5 @@
+import ExpenseCore
+import HTTPD
 import Posix
 import ServerAPI
 import ServerWeb
@@ -26,12 +28,45 @@ struct ServeConfiguration: Sendable, Equatable {
     /// Hours idempotency records are kept; at least the contract's 24.
     var idempotencyRetentionHours = 48
     var faults = FaultInjector.Options()
+    /// `--tls-cert` and `--tls-key`: serve HTTPS, reading them again on SIGHUP.
+    var tls: TLSFiles?
+}
+
+/// Where the TLS certificate (chain) and its key are, both PEM.
+struct TLSFiles: Sendable, Equatable {
+    var certificate: String
+    var key: String
+
+    /// Both files' contents.
+    /// - Throws: ``TLSFileError`` naming the file that cannot be read.
+    func read() throws -> HTTPServer.TLSCredentials {
+        func text(_ path: String, _ what: String) throws -> String {
+            let bytes: [UInt8]?
+            do { bytes = try FileSystem.read(path, limit: 1 << 20) } catch { throw TLSFileError(what: what, path: path, reason: "\(error)") }
+            guard let bytes else { throw TLSFileError(what: what, path: path, reason: "larger than 1 MiB") }
+            guard let text = String(validating: bytes, as: UTF8.self), text.contains("-----BEGIN ") else {
+                throw TLSFileError(what: what, path: path, reason: "not a PEM file")
+            }
+            return text
+        }
+        return HTTPServer.TLSCredentials(certificatePEM: try text(certificate, "TLS certificate"), keyPEM: try text(key, "TLS key"))
+    }
+}
+
+/// A TLS file that cannot be used. Names the file, never its contents.
+struct TLSFileError: Error, CustomStringConvertible {
+    let what: String
+    let path: String
+    let reason: String
+    var description: String { "Failed to read the \(what) \(LogText.quoted(path)): \(reason)" }
 }
 
 extension ServeConfiguration {
     /// What the web interface is told.
     var web: WebSettings {
-        WebSettings()
+        var settings = WebSettings()
+        settings.isTLS = tls != nil
+        return settings
     }
 
     /// What the HTTP layer is told.

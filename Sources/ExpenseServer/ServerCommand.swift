@@ -51,14 +51,14 @@ public enum ServerCommand {
         // its default action (and SIGPIPE becomes EPIPE).
         let signals: Signals
         do {
-            signals = try Signals(trapping: [Signals.terminate, Signals.interrupt])
+            signals = try Signals(trapping: [Signals.terminate, Signals.interrupt, Signals.hangUp])
         } catch {
             log.log(.error, "Failed to trap signals: \(error)")
             return ExitStatus.failure.rawValue
         }
         // Our parent's signal mask came with us through exec; the signals we
         // trap must get through (to this thread and every thread started later).
-        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt])
+        CurrentProcess.unblockSignals([Signals.terminate, Signals.interrupt, Signals.hangUp])
         let store: any ExpenseStorage
         do {
             store = try configuration.storage.open(poolSize: configuration.databasePoolSize)
@@ -89,9 +89,17 @@ public enum ServerCommand {
         options.idleTimeoutSeconds = configuration.connectionTimeoutSeconds
         options.headTimeoutSeconds = configuration.headerTimeoutSeconds
         options.isIPv6 = address.family == .ipv6
-        let server: HTTPServer
+        if let tls = configuration.tls {
+            do {
+                options.tls = try tls.read()
+            } catch {
+                log.log(.error, "\(error)")
+                return ExitStatus.failure.rawValue
+            }
+        }
+        let servers: ServingServers
         do {
-            server = try HTTPServer(listening: listener, options: options, service: service)
+            servers = try ServingServers(listener: listener, options: options, service: service)
         } catch {
             log.log(.error, "Failed to start the HTTP server: \(error)")
             return ExitStatus.failure.rawValue
@@ -108,7 +116,15 @@ public enum ServerCommand {
             _ = try? Poll.wait([(signals.descriptor, .readable)], timeoutMilliseconds: 3_600_000)
             let received = signals.pending()
             if received.contains(Signals.terminate) || received.contains(Signals.interrupt) { break }
+            if received.contains(Signals.hangUp) {
+                if let tls = configuration.tls {
+                    servers.reload(tls, log: log)
+                } else {
+                    log.log(.notice, "SIGHUP: nothing to reload without --tls-cert, ignoring")
+                }
+            }
             if received.isEmpty {
+                servers.stopIdleRetired()
                 runMaintenance(store, configuration: configuration, log: log)
                 do { _ = try service.purgeSessions() } catch { log.log(.warning, "Failed to forget expired sessions: \(error), ignoring") }
             }
@@ -122,7 +138,7 @@ public enum ServerCommand {
             log.log(.error, "Failed to stop gracefully (second signal or 30 s passed), exiting now")
             CurrentProcess.exit(ExitStatus.failure.rawValue)
         }
-        server.stop()
+        servers.stop()
         log.log(.notice, "stopped")
         return ExitStatus.success.rawValue
     }

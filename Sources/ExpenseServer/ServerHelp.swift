@@ -36,6 +36,11 @@ enum ServerHelp {
             """),
         CommandOption("--request-timeout", valueName: "S", help: "Seconds a request body may take to arrive (default: 300)."),
         CommandOption("--idempotency-retention-hours", valueName: "H", help: "Hours idempotency keys are remembered (default: 48, minimum: 24)."),
+        CommandOption("--tls-cert", valueName: "FILE", help: "Serve HTTPS with this PEM certificate (chain); with --tls-key."),
+        CommandOption("--tls-key", valueName: "FILE", help: """
+            The certificate's PEM private key, unencrypted. Both are read again
+            on SIGHUP; connections open then finish with the old certificate.
+            """),
     ])
 
     static let faults = OptionTable([
@@ -53,7 +58,7 @@ enum ServerHelp {
     static let layout = HelpLayout(column: 26, minimumGap: 1)
 
     static let subcommands: [(String, String)] = [
-        ("serve", "Serve the API until SIGTERM or SIGINT."),
+        ("serve", "Serve the API and the web interface (every path but /v1/ and /healthz)\nuntil SIGTERM or SIGINT."),
         ("user add NAME", "Create a user and print its bearer token (once; only a hash is kept).\nWith --admin, the user sees every user's expenses and manages users."),
         ("user list", "Print each user's name, creation time, role (admin, user) and state\n(active, revoked, deactivated), tab-separated."),
         ("user rotate NAME", "Give the user a new token and print it (once); the old one and its\nsessions stop working at once. A revoked user is active again."),

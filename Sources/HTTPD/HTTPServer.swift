@@ -29,12 +29,31 @@ public final class HTTPServer: Sendable {
         public var threadStackSize: Int = 0
         /// The listening socket is IPv6.
         public var isIPv6 = false
+        /// Speak TLS (libmicrohttpd with GnuTLS) with this key and certificate.
+        public var tls: TLSCredentials?
 
         public init() {}
     }
 
+    /// A PEM certificate (chain) and its unencrypted PEM private key.
+    public struct TLSCredentials: Sendable, Equatable {
+        public var certificatePEM: String
+        public var keyPEM: String
+
+        public init(certificatePEM: String, keyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.keyPEM = keyPEM
+        }
+    }
+
+    /// True when this libmicrohttpd was built with TLS (Debian's is, with
+    /// GnuTLS). Wraps `MHD_is_feature_supported(MHD_FEATURE_TLS)`.
+    public static var isTLSSupported: Bool { MHD_is_feature_supported(.FEATURE_TLS) == MHD_Result.YES }
+
     private let daemon: Handle
     private let context: Unmanaged<ServerContext>  // released in stop()
+    /// The key and certificate as C strings, kept for the daemon's life.
+    private let tlsStrings: TLSStrings?
 
     /// Starts serving on an already listening socket (`TCPSocket.listen`, or
     /// one handed over by the service manager). Wraps `MHD_start_daemon`.
@@ -50,10 +69,20 @@ public final class HTTPServer: Sendable {
             Glibc.close(listenCopy)
             throw HTTPServerError("Failed to start the connection timer: \(error)")
         }
+        if options.tls != nil && !Self.isTLSSupported {
+            Glibc.close(listenCopy)
+            connections.stop()
+            throw HTTPServerError("this libmicrohttpd was built without TLS")
+        }
         let context = Unmanaged.passRetained(ServerContext(service: service, connections: connections))
+        // ITC: quiesce() needs it to stop the listening thread.
         var flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
-            | MHD_USE_POLL.rawValue | MHD_USE_ERROR_LOG.rawValue
+            | MHD_USE_POLL.rawValue | MHD_USE_ERROR_LOG.rawValue | MHD_USE_ITC.rawValue
         if options.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        let tls = options.tls.map(TLSStrings.init)
+        if tls != nil { flags |= MHD_USE_TLS.rawValue }
+        var extra = tls?.options ?? []
+        extra.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
         let daemon = cmicrohttpd_start_daemon(
             flags, listenCopy,
             accessHandler, completedHandler, requestLineHandler, connectionHandler, libraryLogger,
@@ -65,7 +94,8 @@ public final class HTTPServer: Sendable {
             UInt32(clamping: options.perAddressConnectionLimit),
             UInt32(clamping: options.idleTimeoutSeconds),
             options.connectionMemoryLimit,
-            options.threadStackSize)
+            options.threadStackSize,
+            extra)
         guard let daemon else {
             Glibc.close(listenCopy)
             connections.stop()
@@ -74,6 +104,16 @@ public final class HTTPServer: Sendable {
         }
         self.daemon = Handle(daemon)
         self.context = context
+        tlsStrings = tls
+    }
+
+    /// Stops accepting new connections; the open ones are served on until
+    /// ``stop()``. For handing the listening socket to a successor (a new
+    /// certificate). Wraps `MHD_quiesce_daemon`.
+    public func quiesce() {
+        let socket = MHD_quiesce_daemon(daemon.pointer)
+        // What it returns is our copy of the listening socket, now ours to close.
+        if socket >= 0 { Glibc.close(socket) }
     }
 
     /// Stops accepting, closes every connection once its current exchange
@@ -82,6 +122,7 @@ public final class HTTPServer: Sendable {
         MHD_stop_daemon(daemon.pointer)
         context.takeUnretainedValue().connections.stop()
         context.release()
+        tlsStrings?.free()
     }
 
     /// Connections open right now. Wraps `MHD_get_daemon_info`.
@@ -95,6 +136,31 @@ public final class HTTPServer: Sendable {
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The key and certificate copied as C strings, which libmicrohttpd reads
+/// from `MHD_OPTION_HTTPS_MEM_KEY` and `MHD_OPTION_HTTPS_MEM_CERT`; freed
+/// after the daemon stops.
+private final class TLSStrings: @unchecked Sendable {
+    let key: UnsafeMutablePointer<CChar>
+    let certificate: UnsafeMutablePointer<CChar>
+
+    init(_ credentials: HTTPServer.TLSCredentials) {
+        key = strdup(credentials.keyPEM)
+        certificate = strdup(credentials.certificatePEM)
+    }
+
+    var options: [MHD_OptionItem] {
+        [MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)),
+         MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(certificate))]
+    }
+
+    func free() {
+        // The key is secret: overwritten before it goes back to the allocator.
+        memset(key, 0, strlen(key))
+        Glibc.free(key)
+        Glibc.free(certificate)
+    }
 }
 
 /// The daemon pointer. libmicrohttpd's calls on a daemon are thread-safe.

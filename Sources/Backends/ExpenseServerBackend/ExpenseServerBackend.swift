@@ -20,6 +20,9 @@ public final class ExpenseServerBackend: SyncBackend {
         public var requestTimeoutMilliseconds: Int64
         /// This install's id, sent with every create as `device_id`.
         public var deviceID: String
+        /// Certificate authorities to trust for an `https://` server (PEM),
+        /// instead of the system's.
+        public var caFile: String?
 
         public init(baseURL: String, connections: Int, connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, deviceID: String) {
             self.baseURL = baseURL
@@ -94,6 +97,7 @@ public final class ExpenseServerBackend: SyncBackend {
         var http = HTTPRequest(method: request.method, url: settings.baseURL + request.path, headers: headers, body: body,
                                connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds, totalTimeoutMilliseconds: total)
         http.lowSpeedSeconds = 30
+        http.caFile = settings.caFile
         client.start(http) { result in answered(Self.outcome(of: result)) }
     }
 
@@ -118,10 +122,11 @@ public final class ExpenseServerBackend: SyncBackend {
         if let cursor { url += "&since=" + Self.percentEncoded(cursor) }
         var headers: [(String, String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
-        let result = await client.send(HTTPRequest(method: "GET", url: url, headers: headers,
-                                                   connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
-                                                   totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds))
-        return Self.changes(from: result)
+        var request = HTTPRequest(method: "GET", url: url, headers: headers,
+                                  connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
+                                  totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
+        request.caFile = settings.caFile
+        return Self.changes(from: await client.send(request))
     }
 
     public func shutdown() {
