@@ -89,8 +89,39 @@ enum PostgresSchema {
                 expires_at_ms bigint NOT NULL
             );
             CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
-            -- The web list's order and filters, per user.
-            CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            -- The web list's order and filters, per user: a page deep in the
+            -- list is found in the index alone.
+            CREATE INDEX expenses_by_user_date ON expenses (user_id, deleted, date, id);
+            -- Each user's count and sum (minor units) of the expenses not
+            -- deleted, per currency: the list's totals without reading every
+            -- row. Kept by a trigger, in the transaction of each write (one
+            -- user's writes are already serialized by the user's change lock).
+            CREATE TABLE expense_totals (
+                user_id bigint NOT NULL REFERENCES users (id),
+                currency text NOT NULL,
+                count bigint NOT NULL,
+                minor_units bigint NOT NULL,
+                PRIMARY KEY (user_id, currency)
+            );
+            INSERT INTO expense_totals
+                SELECT user_id, coalesce(currency, ''), count(*), coalesce(sum(CAST(replace(amount, '.', '') AS bigint)), 0)
+                FROM expenses WHERE NOT deleted GROUP BY 1, 2;
+            CREATE FUNCTION expense_totals_record() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'UPDATE' AND NOT OLD.deleted THEN
+                    UPDATE expense_totals SET count = count - 1, minor_units = minor_units - coalesce(CAST(replace(OLD.amount, '.', '') AS bigint), 0)
+                        WHERE user_id = OLD.user_id AND currency = coalesce(OLD.currency, '');
+                END IF;
+                IF NOT NEW.deleted THEN
+                    INSERT INTO expense_totals VALUES (NEW.user_id, coalesce(NEW.currency, ''), 1, coalesce(CAST(replace(NEW.amount, '.', '') AS bigint), 0))
+                        ON CONFLICT (user_id, currency) DO UPDATE
+                        SET count = expense_totals.count + 1, minor_units = expense_totals.minor_units + excluded.minor_units;
+                END IF;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER expense_totals_on_insert AFTER INSERT ON expenses FOR EACH ROW EXECUTE FUNCTION expense_totals_record();
+            CREATE TRIGGER expense_totals_on_update AFTER UPDATE OF amount, currency, deleted ON expenses
+                FOR EACH ROW EXECUTE FUNCTION expense_totals_record();
             -- Every version of every expense, written by the transaction that
             -- makes it (a trigger: no write path can forget it).
             CREATE TABLE expense_versions (

@@ -63,8 +63,33 @@ enum Schema {
                 expires_at_ms INTEGER NOT NULL
             ) WITHOUT ROWID;
             CREATE INDEX sessions_by_expiry ON sessions (expires_at_ms);
-            -- The web list's order and filters, per user.
-            CREATE INDEX expenses_by_user_date ON expenses (user_id, date, id);
+            -- The web list's order and filters, per user: a page deep in the
+            -- list is found in the index alone.
+            CREATE INDEX expenses_by_user_date ON expenses (user_id, deleted, date, id);
+            -- Each user's count and sum (minor units) of the expenses not
+            -- deleted, per currency: the list's totals without reading every
+            -- row. Kept by triggers, in the transaction of each write.
+            CREATE TABLE expense_totals (
+                user_id INTEGER NOT NULL REFERENCES users (id),
+                currency TEXT NOT NULL,
+                count INTEGER NOT NULL,
+                minor_units INTEGER NOT NULL,
+                PRIMARY KEY (user_id, currency)
+            ) WITHOUT ROWID;
+            INSERT INTO expense_totals
+                SELECT user_id, coalesce(currency, ''), count(*), coalesce(sum(CAST(replace(amount, '.', '') AS INTEGER)), 0)
+                FROM expenses WHERE deleted = 0 GROUP BY 1, 2;
+            CREATE TRIGGER expense_totals_on_insert AFTER INSERT ON expenses WHEN NEW.deleted = 0 BEGIN
+                INSERT INTO expense_totals VALUES (NEW.user_id, coalesce(NEW.currency, ''), 1, coalesce(CAST(replace(NEW.amount, '.', '') AS INTEGER), 0))
+                    ON CONFLICT (user_id, currency) DO UPDATE SET count = count + 1, minor_units = minor_units + excluded.minor_units;
+            END;
+            CREATE TRIGGER expense_totals_on_update AFTER UPDATE OF amount, currency, deleted ON expenses BEGIN
+                UPDATE expense_totals SET count = count - 1, minor_units = minor_units - coalesce(CAST(replace(OLD.amount, '.', '') AS INTEGER), 0)
+                    WHERE OLD.deleted = 0 AND user_id = OLD.user_id AND currency = coalesce(OLD.currency, '');
+                INSERT INTO expense_totals
+                    SELECT NEW.user_id, coalesce(NEW.currency, ''), 1, coalesce(CAST(replace(NEW.amount, '.', '') AS INTEGER), 0) WHERE NEW.deleted = 0
+                    ON CONFLICT (user_id, currency) DO UPDATE SET count = count + 1, minor_units = minor_units + excluded.minor_units;
+            END;
             -- Every version of every expense, written by the transaction that
             -- makes it (a trigger: no write path can forget it).
             CREATE TABLE expense_versions (

@@ -120,10 +120,19 @@ public struct ExpenseQuery: Sendable {
     }
 
     /// How many expenses match, and the sum of their amounts per currency
-    /// in minor units (a stored amount has exactly its currency's fraction
+    /// in minor units: from `expense_totals` when only the user is chosen,
+    /// else from the rows (a stored amount has exactly its currency's fraction
     /// digits, so its digits without the point are minor units). The sum is
     /// cast back: PostgreSQL sums a bigint as a numeric.
     public static func totals(_ filter: ExpenseFilter, placeholder: (Int) -> String) -> ExpenseQuery {
+        if filter.since == nil && filter.until == nil && (filter.merchant ?? "").isEmpty && (filter.category ?? "").isEmpty && filter.state == nil {
+            // Everything not deleted, of one user or all: the running totals.
+            let condition = filter.user == nil ? "" : "AND user_id = \(placeholder(1))"
+            return ExpenseQuery(sql: """
+                SELECT currency, CAST(sum(count) AS BIGINT), CAST(sum(minor_units) AS BIGINT) FROM expense_totals
+                WHERE count > 0 \(condition) GROUP BY currency ORDER BY 1
+                """, values: filter.user.map { [.integer($0)] } ?? [])
+        }
         let (clause, values) = whereClause(filter, placeholder: placeholder)
         return ExpenseQuery(sql: """
             SELECT coalesce(e.currency, ''), count(*), CAST(coalesce(sum(CAST(replace(e.amount, '.', '') AS BIGINT)), 0) AS BIGINT)

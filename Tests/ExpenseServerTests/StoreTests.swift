@@ -102,6 +102,42 @@ import ServerStorage
         #expect(listed == ["alice false active", "bob false active", "carol false deactivated", "root true active"])
     }
 
+    /// The running totals the list shows equal the sum of the rows, after
+    /// creates, edits of amount and currency, and deletes.
+    @Test(arguments: StorageEngine.allCases)
+    func runningTotals_matchTheRows_throughEditsAndDeletes(_ engine: StorageEngine) throws {
+        let (store, _, _, alice, bob) = try makeStore(engine)
+        var ids: [String] = []
+        for (index, (amount, currency)) in [("12.50", "EUR"), ("3.25", "EUR"), ("1200", "JPY"), ("7.00", "USD")].enumerated() {
+            let fields: [String: JSONValue] = ["merchant": .string("M\(index)"), "amount": .string(amount), "currency": .string(currency), "date": .string("2026-01-0\(index + 1)")]
+            guard case .created(let e) = try store.create(operation(index == 3 ? bob : alice, ClientID.make()), try CreateRequest(fields)) else {
+                Issue.record("not created"); return
+            }
+            ids.append(e.transactionID)
+        }
+        _ = try store.create(operation(alice, ClientID.make()), try CreateRequest(["merchant": "no amount"]))
+        _ = try store.edit(operation(alice, ClientID.make()), transactionID: ids[0], PatchRequest(baseVersion: 1, changes: ["amount": "20.00"]))
+        _ = try store.edit(operation(alice, ClientID.make()), transactionID: ids[1], PatchRequest(baseVersion: 1, changes: ["currency": "USD"]))
+        _ = try store.delete(operation(alice, ClientID.make()), transactionID: ids[2])
+        func rowTotals(_ user: Int64?) throws -> [CurrencyTotal] {
+            var sums: [String: (Int, Int64)] = [:]
+            try store.forEachExpense(ExpenseFilter(user: user)) { listed in
+                let e = listed.stored.expense
+                let minor = Int64((e.amount ?? "0").replacingOccurrences(of: ".", with: "")) ?? 0
+                let current = sums[e.currency ?? "", default: (0, 0)]
+                sums[e.currency ?? ""] = (current.0 + 1, current.1 + minor)
+            }
+            return sums.keys.sorted().map { CurrencyTotal(currency: $0, count: sums[$0]!.0, minorUnits: sums[$0]!.1) }
+        }
+        #expect(try store.totals(ExpenseFilter(user: alice)) == rowTotals(alice))
+        #expect(try store.totals(ExpenseFilter(user: alice)) == [CurrencyTotal(currency: "", count: 1, minorUnits: 0),
+                                                                  CurrencyTotal(currency: "EUR", count: 1, minorUnits: 2000),
+                                                                  CurrencyTotal(currency: "USD", count: 1, minorUnits: 325)])
+        #expect(try store.totals(ExpenseFilter()) == rowTotals(nil))
+        // A filter reads the rows instead, and agrees.
+        #expect(try store.totals(ExpenseFilter(user: alice, since: "2026-01-01")) == rowTotals(alice).filter { !$0.currency.isEmpty })
+    }
+
     @Test func sweep_removesOnlyOldUnreferencedFilesOfOurs() throws {
         let directory = TemporaryDirectory()
         let files = try ReceiptFiles(directory: directory.at("receipts"))

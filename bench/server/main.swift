@@ -12,8 +12,12 @@
 // PostgreSQL with 1, 2 and 4 processes behind HAProxy, each as a ratio of
 // PostgreSQL's WAL-flush bound measured in the same run (Scaling.swift).
 //
+// With --web: the web interface's list page for a user with 100,000
+// expenses, and the export's rows per second beside sqlite3 -csv (Web.swift).
+//
 // Usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]
 //        bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]
+//        bench-server --web [--server PATH] [--seconds S]
 import ExpenseTestSupport
 import Foundation
 
@@ -24,6 +28,7 @@ struct Settings {
     var receiptClients = 4
     var slowClients = 64
     var postgres = false
+    var web = false
     var scalingClients = 32
     var processes = [1, 2, 4]
 
@@ -37,11 +42,13 @@ struct Settings {
             case "--receipt-clients": receiptClients = it.next().flatMap(Int.init) ?? receiptClients
             case "--slow-clients": slowClients = it.next().flatMap(Int.init) ?? slowClients
             case "--postgres": postgres = true
+            case "--web": web = true
             case "--scaling-clients": scalingClients = it.next().flatMap(Int.init) ?? scalingClients
             case "--processes": processes = (it.next() ?? "").split(separator: ",").compactMap { Int($0) }
             default:
                 print("usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]")
                 print("       bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]")
+                print("       bench-server --web [--server PATH] [--seconds S]")
                 exit(64)
             }
         }
@@ -55,6 +62,10 @@ guard FileManager.default.isExecutableFile(atPath: settings.server) else {
 }
 if settings.postgres {
     try Scaling(settings).report()
+    exit(0)
+}
+if settings.web {
+    try WebBench(settings: settings).report()
     exit(0)
 }
 let scratch = TemporaryDirectory(prefix: "bench-server")
