@@ -16,8 +16,9 @@ public struct WebSettings: Sendable, Equatable {
 }
 
 /// The server's one ``HTTPService``: the API's paths (`/v1/…`,
-/// `/healthz`) go to the API as they are; every other path is the web
-/// interface, for people with a browser.
+/// `/healthz`), and any request with an `Authorization` header (an API
+/// client, whatever path it asks for), go to the API as they are; every
+/// other request is the web interface's, for people with a browser.
 public final class WebService: HTTPService {
     let api: APIService
     let storage: any ExpenseStorage
@@ -37,7 +38,9 @@ public final class WebService: HTTPService {
 
     public func makeExchange(for head: HTTPRequestHead) -> any HTTPExchange {
         let path = RequestTarget(head.target).path
-        if path.hasPrefix("/v1/") || path == "/v1" || path == "/healthz" { return api.makeExchange(for: head) }
+        if path.hasPrefix("/v1/") || path == "/v1" || path == "/healthz" || head.value(of: "Authorization") != nil {
+            return api.makeExchange(for: head)
+        }
         return WebExchange(service: self, head: head)
     }
 

@@ -13,12 +13,16 @@ import Testing
         case httpLayer(Set<Int>)
         /// The connection is closed without an answer.
         case closed
+        /// The web interface's answer to a browser that is not signed in:
+        /// `303` to the sign-in page.
+        case signIn
 
         var description: String {
             switch self {
             case .error(let status, let codes): "\(status) \(codes.joined(separator: "|"))"
             case .httpLayer(let statuses): "HTTP layer \(statuses.sorted())"
             case .closed: "closed"
+            case .signIn: "303 to /sign-in"
             }
         }
     }
@@ -68,7 +72,10 @@ import Testing
         Case(name: "DELETE on /healthz", request: raw("DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), expected: .error(405, ["method_not_allowed"])),
         Case(name: "PUT on a collection", request: api("PUT", "/v1/expenses"), expected: .error(405, ["method_not_allowed"])),
         Case(name: "no token", request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\n\r\n"), expected: .error(401, ["unauthorized"])),
-        Case(name: "unknown path without token", request: raw("GET /admin HTTP/1.1\r\nHost: x\r\n\r\n"), expected: .error(401, ["unauthorized"])),
+        // Outside /v1/, a request without a token is a browser's: the web interface's.
+        Case(name: "unknown path without token", request: raw("GET /admin HTTP/1.1\r\nHost: x\r\n\r\n"), expected: .signIn),
+        Case(name: "unknown path with a bad token", request: raw("GET /admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n"),
+             expected: .error(401, ["unauthorized"])),
         Case(name: "wrong token", request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer esk_not-a-real-token\r\n\r\n"),
              expected: .error(401, ["unauthorized"])),
         Case(name: "Basic scheme", request: raw("GET /v1/expenses HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWxpY2U6cHc=\r\n\r\n"),
@@ -182,6 +189,9 @@ import Testing
                 #expect(connection.waitForClose(timeout: 5), "\(hostile.name): still open")
             case .closed:
                 #expect(connection.waitForClose(timeout: 5), "\(hostile.name): still open")
+            case .signIn:
+                let response = try connection.readResponse()
+                #expect(response.status == 303 && response.header("Location") == "/sign-in", "\(hostile.name): got \(response.status)")
             }
             #expect(server.isHealthy, "after \(hostile.name)")
         }
