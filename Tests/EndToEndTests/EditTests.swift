@@ -260,8 +260,13 @@ import Testing
         sync.stopServer()
         try Self.edit(sync.daemon, id, ["--currency", "USD", "--merchant", "First"])
         try Self.edit(other, id, ["--currency", "GBP", "--merchant", "Second"])
+        // The first device's edit must reach the server first. Both retry on
+        // their own once it is back, so the other stays stopped (its edit
+        // waiting in its outbox) until the first one's has been applied.
+        other.stop()
         try sync.startServer()
         #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        try other.start()
         #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
 
         let server = try Self.serverExpense(sync, id)
