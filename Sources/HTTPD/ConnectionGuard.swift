@@ -37,7 +37,21 @@ final class ConnectionGuard: Sendable {
 
     /// A connection was accepted (libmicrohttpd's daemon thread).
     func opened(_ id: HeadDeadlines.ConnectionID, descriptor: Int32) {
-        perform { $0.opened(id, descriptor: descriptor, now: Clock.monotonicNanoseconds) }
+        perform { $0.opened(id, descriptor: descriptor, now: Clock.monotonicNanoseconds, headIsUnread: Self.headIsUnread) }
+    }
+
+    /// Whether the socket's receive queue holds a whole request head (up to
+    /// its empty line), peeked at, never consumed. libmicrohttpd reads what
+    /// arrives as soon as its thread runs, so a head trickled in holds at
+    /// most its latest piece here; a whole one means the client sent it at
+    /// once and the connection's thread has not run yet. Called under the
+    /// lock, so the descriptor is still the connection's.
+    private static func headIsUnread(_ descriptor: Int32) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = Glibc.recv(descriptor, &buffer, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+        guard count >= 4 else { return false }
+        let end: [UInt8] = [13, 10, 13, 10]
+        return (0...(count - 4)).contains { buffer[$0..<$0 + 4].elementsEqual(end) }
     }
 
     /// The head is complete; false when the connection is being closed.

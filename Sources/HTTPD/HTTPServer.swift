@@ -87,10 +87,7 @@ public final class HTTPServer: Sendable {
             flags, listenCopy,
             accessHandler, completedHandler, requestLineHandler, connectionHandler, libraryLogger,
             context.toOpaque(),
-            // The guard enforces the limit; libmicrohttpd's own is room for
-            // the connections being closed to make way, which still hold a
-            // slot until their thread has seen the end of the stream.
-            UInt32(clamping: options.connectionLimit * 2),
+            UInt32(clamping: socketLimit(served: options.connectionLimit)),
             UInt32(clamping: options.perAddressConnectionLimit),
             UInt32(clamping: options.idleTimeoutSeconds),
             options.connectionMemoryLimit,
@@ -130,6 +127,25 @@ public final class HTTPServer: Sendable {
         guard let info = cmicrohttpd_daemon_info(daemon.pointer, .DAEMON_INFO_CURRENT_CONNECTIONS) else { return 0 }
         return Int(info.pointee.num_connections)
     }
+}
+
+/// libmicrohttpd's own connection limit. The guard enforces the limit on
+/// connections served; libmicrohttpd's counts every socket it holds, the
+/// connections the guard is closing too, and it closes a new connection on
+/// arrival when that count is reached, before the guard sees it. A closed
+/// connection holds its socket until its thread has run and seen the end
+/// of the stream, which on a starved CPU can take longer than slow clients
+/// take to come back: with room for only as many again as are served,
+/// clients evicted and reconnecting filled it, and a normal request was
+/// refused. So the bound is what the process can hold: its descriptor
+/// limit, less one per served connection (a receipt file it may open) and
+/// a reserve for the server's own (database, log, listening socket).
+func socketLimit(served: Int) -> Int {
+    let reserve = 64
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return served * 2 }
+    let descriptors = Int(clamping: min(limit.rlim_cur, rlim_t(UInt32.max)))
+    return max(served * 2, descriptors - served - reserve)
 }
 
 /// Why the server could not start.

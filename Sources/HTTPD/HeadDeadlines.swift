@@ -74,13 +74,17 @@ struct HeadDeadlines {
     /// A connection was accepted. At the limit, the connection that has
     /// waited longest for its head is closed to make room; when none is
     /// waiting, the new one is closed instead.
-    mutating func opened(_ id: ConnectionID, descriptor: Int32, now: UInt64) -> Actions {
+    /// - Parameter headIsUnread: whether a connection's whole head is in its
+    ///   socket, not yet read: its client is not slow, the server is (its
+    ///   thread has not run yet), so it is passed over while another waits.
+    mutating func opened(_ id: ConnectionID, descriptor: Int32, now: UInt64,
+                         headIsUnread: (Int32) -> Bool = { _ in false }) -> Actions {
         var actions = Actions()
         var connection = Connection(descriptor: descriptor)
         if served >= limit {
-            if let oldest = oldestWait() {
-                close(oldest.connection, .evicted, into: &actions)
-                dropFront()
+            if let victim = evictionVictim(sparing: headIsUnread) {
+                close(victim, .evicted, into: &actions)
+                _ = oldestWait()
             } else {
                 connection.closing = .connectionLimit
                 connection.isWaiting = false
@@ -174,6 +178,21 @@ struct HeadDeadlines {
         connections[id] = connection
         served -= 1
         actions.shutDown.append(connection.descriptor)
+    }
+
+    /// The connection to close to make room: the one that has waited
+    /// longest, unless its head is in and unread; the oldest when every
+    /// waiting head is. On a starved CPU a normal request can wait, its head
+    /// unread, while as many slow clients as there are slots arrive after
+    /// it: by age alone it would be the one closed.
+    private mutating func evictionVictim(sparing headIsUnread: (Int32) -> Bool) -> ConnectionID? {
+        guard let oldest = oldestWait() else { return nil }
+        for index in front..<waits.count {
+            let wait = waits[index]
+            guard let connection = connections[wait.connection], connection.isWaiting, connection.wait == wait.wait else { continue }
+            if !headIsUnread(connection.descriptor) { return wait.connection }
+        }
+        return oldest.connection
     }
 
     /// The oldest wait still current, after dropping those that ended.

@@ -13,8 +13,8 @@ import Testing
         }
         /// The descriptors shut down.
         @discardableResult
-        func open(_ id: UInt, fd: Int32, at seconds: UInt64) -> [Int32] {
-            rules.opened(id, descriptor: fd, now: seconds * 1_000_000_000).shutDown
+        func open(_ id: UInt, fd: Int32, at seconds: UInt64, unread: Set<Int32> = []) -> [Int32] {
+            rules.opened(id, descriptor: fd, now: seconds * 1_000_000_000, headIsUnread: { unread.contains($0) }).shutDown
         }
         func headArrived(_ id: UInt) -> Bool { rules.headArrived(id) }
         @discardableResult
@@ -62,6 +62,25 @@ import Testing
         #expect(rules.expire(at: 69) == ([], 70))
         #expect(rules.expire(at: 70) == ([31], nil))
         #expect(rules.reason(1) == .headTimeout)
+    }
+
+    @Test func atTheLimit_aHeadInButUnread_isPassedOver_unlessEveryWaitingHeadIs() {
+        let rules = Rules(limit: 3)
+        rules.open(1, fd: 31, at: 1)
+        rules.open(2, fd: 32, at: 2)
+        rules.open(3, fd: 33, at: 3)
+        // 1 has waited longest, but its whole head is in its socket: the
+        // server has not read it yet, the client is not slow.
+        #expect(rules.open(4, fd: 34, at: 4, unread: [31]) == [32])
+        #expect(rules.reason(1) == nil)
+        #expect(rules.reason(2) == .evicted)
+        #expect(rules.open(5, fd: 35, at: 5, unread: [31, 34]) == [33])
+        // Every waiting head unread: the oldest still makes room.
+        #expect(rules.open(6, fd: 36, at: 6, unread: [31, 34, 35]) == [31])
+        #expect(rules.served == 3)
+        // The passed-over wait keeps its place in the queue: 34 is now oldest.
+        #expect(rules.open(7, fd: 37, at: 7) == [34])
+        #expect(rules.expire(at: 15) == ([35], 16))
     }
 
     @Test func atTheLimit_theLongestWaitingHeadMakesRoom_neverABusyConnection() {
