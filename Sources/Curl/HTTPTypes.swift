@@ -21,6 +21,15 @@ public struct HTTPRequest: Sendable {
     /// PEM file of the certificate authorities to trust for `https://`,
     /// instead of the system's (`CURLOPT_CAINFO`); `nil` for the system's.
     public var caFile: String?
+    /// False for a request that must reach the server at most once per
+    /// call, such as a create against a backend without idempotency keys.
+    /// libcurl (7.88.1 measured) sends a request again by itself, on another
+    /// connection, when a reused connection closes or resets without
+    /// answering, and reports the last answer: one call, two creates. Such a
+    /// request goes on a new connection (`CURLOPT_FRESH_CONNECT`), where
+    /// libcurl does not resend; `CURLOPT_FORBID_REUSE` alone does not stop
+    /// it (docs/backends.md).
+    public var isReplaySafe = true
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none,
                 connectTimeoutMilliseconds: Int64 = 10_000, totalTimeoutMilliseconds: Int64 = 60_000) {

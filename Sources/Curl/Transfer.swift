@@ -53,6 +53,9 @@ final class Transfer {
         check(ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.totalTimeoutMilliseconds)), "timeout")
         check(ccurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, request.lowSpeedBytesPerSecond), "low speed limit")
         check(ccurl_easy_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, request.lowSpeedSeconds), "low speed time")
+        if !request.isReplaySafe {
+            check(ccurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1), "fresh connection")
+        }
         check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "error buffer")
         check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context), "private")
         check(ccurl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in

@@ -20,6 +20,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case hang
         /// Read the request, then close without answering.
         case close
+        /// Read the request, then reset the connection (`SO_LINGER` 0).
+        case reset
     }
 
     public let port: UInt16
@@ -90,6 +92,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 _ = recv(fd, &byte, 1, 0)  // until the client gives up
                 return
             case .close:
+                return
+            case .reset:
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                 return
             case .respond(let status, let headers, let body):
                 var head = "HTTP/1.1 \(status) Status\r\nContent-Length: \(body.count)\r\n"
