@@ -112,6 +112,8 @@ let package = Package(
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         // expensectl against a real daemon: help, exit statuses, --json shapes.
         .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),
+        // The real backends (ihatemoney, fava) started on loopback, and the fault proxy.
+        .testTarget(name: "BackendTests", dependencies: ["ExpenseTestSupport", "Curl", "SQLite", "Digest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

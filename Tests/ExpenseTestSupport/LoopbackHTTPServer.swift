@@ -5,12 +5,7 @@ import Synchronization
 /// it records each request and answers what `respond` says, or hangs, or
 /// hangs up. Not the reference server: a fake whose misbehaviour a test picks.
 public final class LoopbackHTTPServer: @unchecked Sendable {
-    public struct Request: Sendable {
-        public let method: String
-        public let path: String
-        public let headers: [String: String]
-        public let body: [UInt8]
-    }
+    public typealias Request = ReceivedRequest
 
     public enum Reply: Sendable {
         case respond(status: Int, headers: [String: String], body: [UInt8])
@@ -22,6 +17,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case close
         /// Read the request, then reset the connection (`SO_LINGER` 0).
         case reset
+        /// Send these bytes as they are (a whole answer, or not), then close.
+        case raw([UInt8])
     }
 
     public let port: UInt16
@@ -74,10 +71,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) {
-        var buffer: [UInt8] = []
+        var reader = HTTPRequestReader(descriptor: fd)
         defer { close(fd) }
         while true {
-            guard let request = readRequest(fd, &buffer) else { return }
+            guard let request = try? reader.next() else { return }
             received.withLock { $0.append(request) }
             var reply = respond(request)
             if case .respondAfter(let seconds, let status, let headers, let body) = reply {
@@ -93,9 +90,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 return
             case .close:
                 return
+            case .raw(let bytes):
+                FaultProxy.sendAll(fd, bytes)
+                return
             case .reset:
-                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                FaultProxy.setLingerZero(fd)
                 return
             case .respond(let status, let headers, let body):
                 var head = "HTTP/1.1 \(status) Status\r\nContent-Length: \(body.count)\r\n"
@@ -105,38 +104,5 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
         }
-    }
-
-    private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        while true {
-            if let end = buffer.firstRange(of: separator) {
-                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
-                var lines = head.components(separatedBy: "\r\n")
-                let requestLine = lines.removeFirst().split(separator: " ")
-                var headers: [String: String] = [:]
-                for line in lines {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
-                let length = Int(headers["content-length"] ?? "0") ?? 0
-                while buffer.count < end.upperBound + length {
-                    guard fill(fd, &buffer) else { return nil }
-                }
-                let body = Array(buffer[end.upperBound..<(end.upperBound + length)])
-                buffer.removeFirst(end.upperBound + length)
-                return Request(method: requestLine.count > 0 ? String(requestLine[0]) : "",
-                               path: requestLine.count > 1 ? String(requestLine[1]) : "", headers: headers, body: body)
-            }
-            guard fill(fd, &buffer) else { return nil }
-        }
-    }
-
-    private func fill(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n <= 0 { return false }
-        buffer.append(contentsOf: chunk[0..<n])
-        return true
     }
 }
