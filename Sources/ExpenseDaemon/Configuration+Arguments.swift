@@ -82,6 +82,7 @@ extension Configuration {
         if configuration.backoffBaseMilliseconds > configuration.backoffCapMilliseconds {
             throw ConfigurationError("backoff_base (\(DurationText.describe(milliseconds: configuration.backoffBaseMilliseconds))) is longer than backoff_cap (\(DurationText.describe(milliseconds: configuration.backoffCapMilliseconds))): the first retry could not wait less than the longest")
         }
+        try configuration.checkBackend()
         return .run(configuration)
     }
 

@@ -30,6 +30,13 @@ public struct Configuration: Sendable, Equatable {
     public var spoolSettleMilliseconds: Int64 = 500
     public var spoolMaxBytes = 25 * 1024 * 1024
     public var logTarget: Logger.Target = .auto
+    /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
+    public var backend = BackendKind.expenseServer
+    public var ihatemoneyPayer: String?
+    /// nil: all the project's active members.
+    public var ihatemoneyPayedFor: [String]?
+    public var favaExpenseAccount = Configuration.defaultFavaExpenseAccount
+    public var favaFundingAccount = Configuration.defaultFavaFundingAccount
 
     public init() {}
 
@@ -69,7 +76,7 @@ public struct Configuration: Sendable, Equatable {
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target
         },
-    ]
+    ] + backendKeys
 
     /// Applies a configuration file's text. Lines are `key = value`; `#`
     /// starts a comment; blank lines are ignored.

@@ -90,3 +90,79 @@ import Testing
         }
     }
 }
+
+/// `backend` and each backend's own keys: the values each takes, and the
+/// garbage and mismatches it refuses with the key named.
+@Suite struct BackendConfigurationTests {
+    static func parse(_ text: String, _ flags: [String] = []) throws -> Configuration {
+        guard case .run(let configuration) = try Configuration.parse(arguments: ["--config", "x.conf"] + flags, readFile: { _ in text }) else {
+            throw ConfigurationError("expected a run")
+        }
+        return configuration
+    }
+
+    @Test func default_isExpenseServer() throws {
+        let configuration = try Self.parse("server = https://expenses.example.com/api\n")
+        #expect(configuration.backend == .expenseServer)
+    }
+
+    @Test func ihatemoney_withItsKeys() throws {
+        let configuration = try Self.parse("""
+            backend = ihatemoney
+            server = http://127.0.0.1:5000/api/projects/household/
+            ihatemoney_payer = Alice
+            ihatemoney_payed_for = Bob, Carol ,Bob
+            """)
+        #expect(configuration.backend == .ihatemoney)
+        #expect(configuration.serverURL == "http://127.0.0.1:5000/api/projects/household")
+        #expect(configuration.ihatemoneyPayer == "Alice")
+        #expect(configuration.ihatemoneyPayedFor == ["Bob", "Carol"])
+        #expect(try Self.parse("backend = ihatemoney\nihatemoney_payer = A\nihatemoney_payed_for = all\n").ihatemoneyPayedFor == nil)
+        let flags = try Self.parse("", ["--backend", "ihatemoney", "--ihatemoney-payer", "Bob", "--server", "http://h/api/projects/p"])
+        #expect(flags.backend == .ihatemoney && flags.ihatemoneyPayer == "Bob")
+    }
+
+    @Test(arguments: [
+        ("backend = paypal\n", "x.conf:1: backend: must be expense-server, ihatemoney or fava"),
+        ("backend = \n", "x.conf:1: backend: must be expense-server, ihatemoney or fava"),
+        ("backend = IHATEMONEY\n", "x.conf:1: backend: must be expense-server, ihatemoney or fava"),
+        ("ihatemoney_payer = \n", "x.conf:1: ihatemoney_payer: must name a member, not be empty"),
+        ("ihatemoney_payed_for = Bob,,Carol\n", "x.conf:1: ihatemoney_payed_for: must name a member, not be empty"),
+        ("ihatemoney_payer = Alice\n", "ihatemoney_payer and ihatemoney_payed_for need backend = ihatemoney (backend is expense-server)"),
+        ("backend = ihatemoney\nserver = http://127.0.0.1:5000/api/projects/h\n", "backend = ihatemoney needs ihatemoney_payer, the member who paid"),
+        ("backend = ihatemoney\nihatemoney_payer = A\nserver = http://127.0.0.1:5000/household\n", "backend = ihatemoney needs server = <ihatemoney>/api/projects/<project id>"),
+        ("backend = ihatemoney\nihatemoney_payer = A\nserver = http://127.0.0.1:5000/api/projects/\n", "backend = ihatemoney needs server = <ihatemoney>/api/projects/<project id>"),
+        ("fava_expense_account = Spending:{category}\n", "x.conf:1: fava_expense_account: must be a beancount account, {category} allowed, like Expenses:{category}"),
+        ("fava_funding_account = assets:cash\n", "x.conf:1: fava_funding_account: must be a beancount account like Assets:Cash"),
+        ("fava_funding_account = Assets:Bank\n", "fava_expense_account and fava_funding_account need backend = fava (backend is expense-server)"),
+    ])
+    func badBackendValues_areRefusedClearly(_ text: String, _ message: String) {
+        #expect(throws: ConfigurationError.self) { try Self.parse(text) }
+        do {
+            _ = try Self.parse(text)
+        } catch {
+            #expect("\(error)".hasSuffix(message), "\(error)")
+        }
+    }
+
+    @Test func badFlagValue_isAUsageErrorNamingTheFlag() {
+        do {
+            _ = try Self.parse("", ["--backend", "nope"])
+            Issue.record("accepted")
+        } catch {
+            #expect("\(error)".contains("--backend: must be expense-server, ihatemoney or fava"), "\(error)")
+        }
+    }
+
+    @Test func beancountAccounts_andTheCategoryTemplate() {
+        #expect(BeancountAccount.isValid("Expenses:Meals"))
+        #expect(BeancountAccount.isValid("Assets:Bank-1:Checking"))
+        for bad in ["Expenses", "Expenses:", "Expenses:meals", "Spending:Meals", "Expenses:Mé", "Expenses::X", ""] {
+            #expect(!BeancountAccount.isValid(bad), "\(bad)")
+        }
+        #expect(BeancountAccount.expand("Expenses:{category}", category: "team lunch") == "Expenses:Team-lunch")
+        #expect(BeancountAccount.expand("Expenses:{category}", category: nil) == "Expenses:Misc")
+        #expect(BeancountAccount.expand("Expenses:{category}", category: "€€") == "Expenses:Misc")
+        #expect(BeancountAccount.expand("Expenses:Home:{category}", category: "Travel/Taxi") == "Expenses:Home:Travel-Taxi")
+    }
+}
