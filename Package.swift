@@ -54,6 +54,8 @@ let package = Package(
         // code besides the Curl wrapper.
         .target(name: "ExpenseServerBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
                 path: "Sources/Backends/ExpenseServerBackend"),
+        .target(name: "IhatemoneyBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
+                path: "Sources/Backends/IhatemoneyBackend"),
         // The control socket's I/O: connections, framing, peer checks, limits,
         // watchers. It hands typed requests to the daemon and never touches
         // the store or the engine.
@@ -63,7 +65,7 @@ let package = Package(
         .target(name: "SpoolIntake", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Digest", "Posix"]),
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
         .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
-                                                      "SyncEngine", "ExpenseServerBackend", "ExpenseCore", "Posix", "Systemd"]),
+                                                      "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "ExpenseCore", "Posix", "Systemd"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
@@ -113,7 +115,7 @@ let package = Package(
         // expensectl against a real daemon: help, exit statuses, --json shapes.
         .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),
         // The real backends (ihatemoney, fava) started on loopback, and the fault proxy.
-        .testTarget(name: "BackendTests", dependencies: ["ExpenseTestSupport", "Curl", "SQLite", "Digest"]),
+        .testTarget(name: "BackendTests", dependencies: ["IhatemoneyBackend", "SyncEngine", "ExpenseTestSupport", "ExpenseCore", "Curl", "SQLite", "Digest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

@@ -53,7 +53,8 @@ public struct ExpenseView: Sendable, Equatable {
         else if !jobs.isEmpty { state = .queued }
         else { state = .synced }
 
-        let receipt: ReceiptState = hasReceiptJob ? .pending : (cached?.receiptURL != nil ? .uploaded : .none)
+        let receipt: ReceiptState = hasReceiptJob ? .pending
+            : cached?.receiptURL.map { $0.hasPrefix("file://") ? .keptLocally : .uploaded } ?? .none
         return ExpenseView(
             transactionID: transactionID,
             clientID: cached?.clientID ?? create?.uuid ?? "",

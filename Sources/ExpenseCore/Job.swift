@@ -23,4 +23,7 @@ public enum JobState: String, Sendable, Codable, CaseIterable {
 /// The state of an expense's receipt as `list` shows it.
 public enum ReceiptState: String, Sendable, Codable {
     case none, pending, uploaded
+    /// With the daemon, in its folder of kept receipts: the backend stores
+    /// no files (ihatemoney). The receipt URL is a `file://` URL.
+    case keptLocally = "kept locally"
 }

@@ -1,5 +1,6 @@
 import ControlSocket
 import ExpenseServerBackend
+import IhatemoneyBackend
 import SpoolIntake
 import SyncEngine
 
@@ -25,6 +26,22 @@ extension Configuration {
                                                      requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
         settings.caFile = caFile
         return settings
+    }
+
+    /// The backend `backend` names, at `baseURL`.
+    func makeBackend(baseURL: String, deviceID: String) -> any SyncBackend {
+        switch backend {
+        case .expenseServer:
+            return ExpenseServerBackend(settings: backendSettings(baseURL: baseURL, deviceID: deviceID))
+        case .ihatemoney:
+            // checkBackend() made sure of the project id and the payer.
+            return IhatemoneyBackend(settings: IhatemoneyBackend.Settings(
+                projectURL: baseURL, projectID: IhatemoneyURL.projectID(of: baseURL) ?? "", payer: ihatemoneyPayer ?? "",
+                payedFor: ihatemoneyPayedFor, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                requestTimeoutMilliseconds: requestTimeoutMilliseconds, keptReceiptsDirectory: "\(stateDirectory)/kept-receipts"))
+        case .fava:
+            preconditionFailure("checkBackend() refuses backend = fava in this build")
+        }
     }
 
     var controlHandlerSettings: ControlHandler.Settings {

@@ -100,7 +100,7 @@ public enum Daemon {
         let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.map { record in
-                let backend = ExpenseServerBackend(settings: configuration.backendSettings(baseURL: url, deviceID: store.deviceID))
+                let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
                 return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, logger: logger,
                                onChange: { publisher.markChanged() })
             }

@@ -29,6 +29,8 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// True when the call failed because the thing did not exist (`ENOENT`).
     public var isNotFound: Bool { errno == ENOENT }
+    /// The name is taken already (`EEXIST`).
+    public var isExisting: Bool { errno == EEXIST }
     /// The two paths are on different file systems (`EXDEV`).
     public var isCrossDevice: Bool { errno == EXDEV }
     /// True when a name or path was longer than the call takes (`ENAMETOOLONG`).

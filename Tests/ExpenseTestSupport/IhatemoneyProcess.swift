@@ -30,18 +30,22 @@ public final class IhatemoneyProcess: @unchecked Sendable {
         try start(port: requestedPort)
     }
 
-    deinit { child?.stop() }
+    deinit { if child != nil { stop() } }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Starts it again on the same port, settings and database (after ``stop()``).
     public func restart() throws { try start(port: port) }
 
-    /// SIGTERM, and the exit status.
+    /// SIGINT (werkzeug's threaded server stops on KeyboardInterrupt; it
+    /// was seen ignoring SIGTERM for over 20 s), SIGKILL if it is still
+    /// there after 20 s; the exit status.
     @discardableResult
     public func stop() -> Int32? {
-        child.signal(SIGTERM)
-        return child.waitForExit(timeout: 20)
+        child.signal(SIGINT)
+        if let status = child.waitForExit(timeout: 20) { return status }
+        child.crash()
+        return child.waitForExit(timeout: 5)
     }
 
     /// One request on a connection of its own: the development server

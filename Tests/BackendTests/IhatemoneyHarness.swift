@@ -1,0 +1,76 @@
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+
+/// A real ihatemoney with a project (Alice, Bob, Carol), optionally behind
+/// a fault proxy, and an expensed configured to send to it.
+final class IhatemoneyHarness: @unchecked Sendable {
+    let directory = TemporaryDirectory(prefix: "ihm")
+    let ihatemoney: IhatemoneyProcess
+    let project: IhatemoneyProject
+    let proxy: FaultProxy?
+    let daemon: DaemonHarness
+
+    /// - Parameters:
+    ///   - odds: put a fault proxy with these odds between daemon and ihatemoney.
+    ///   - privateCode: what the daemon's token file holds (a wrong one for refused credentials).
+    init(odds: FaultProxy.Odds? = nil, privateCode: String? = nil, configuration: String = "", daemonArguments: [String] = [],
+         environment: [String: String] = [:], spool: Bool = false) throws {
+        try FileManager.default.createDirectory(atPath: directory.at("ihatemoney"), withIntermediateDirectories: true)
+        let ihatemoney = try IhatemoneyProcess(directory: directory.at("ihatemoney"))
+        let project = try ihatemoney.makeProject(members: ["Alice", "Bob", "Carol"])
+        let proxy = try odds.map { try FaultProxy(backendPort: ihatemoney.port, odds: $0, seed: 16) }
+        self.ihatemoney = ihatemoney
+        self.project = project
+        self.proxy = proxy
+        let base = proxy?.baseURL ?? ihatemoney.baseURL
+        SampleReceipt.write(Array((privateCode ?? project.privateCode).utf8), to: directory.at("token"))
+        let text = """
+            backend = ihatemoney
+            server = \(base)\(project.path)
+            token_file = \(directory.at("token"))
+            ihatemoney_payer = Alice
+            \(configuration)
+            """
+        SampleReceipt.write(Array(text.utf8), to: directory.at("expensed.conf"))
+        daemon = DaemonHarness(arguments: ["--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "500ms"] + daemonArguments,
+                               environment: environment, spool: spool, directory: directory)
+    }
+
+    deinit {
+        daemon.stop()
+        proxy?.stop()
+        ihatemoney.stop()
+    }
+
+    /// Bills in ihatemoney's own database.
+    func bills() throws -> [IhatemoneyBill] { try ihatemoney.storedBills(project: project.id) }
+
+    /// The bill carrying `transactionID`'s marker.
+    func bills(for transactionID: String) throws -> [IhatemoneyBill] {
+        try bills().filter { $0.externalLink.hasPrefix("https://expensed.invalid/t/\(transactionID)") }
+    }
+
+    /// Adds an expense with `expensectl add`; returns its transaction id.
+    @discardableResult
+    func add(merchant: String, amount: String, comment: String? = nil, receipt: String? = nil) throws -> String {
+        var arguments = ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29", "--json"]
+        if let comment { arguments += ["--comment", comment] }
+        if let receipt { arguments += ["--receipt", receipt] }
+        let result = try daemon.ctl(arguments)
+        guard result.status == 0, let id = (try? JSONValue.parse(Array(result.stdout.utf8)))?["transaction_id"]?.stringValue else {
+            throw TestFailure("add failed (\(result.status)): \(result.stdout) \(result.stderr)")
+        }
+        return id
+    }
+
+    /// `show --json` of one expense.
+    func show(_ id: String) throws -> JSONValue { try daemon.ctlJSON(["show", id]) }
+
+    /// Waits until nothing is queued, sending or needing attention.
+    func waitUntilDrained(timeout: Double = 60) throws {
+        try waitUntil(timeout: timeout, "the daemon to drain into ihatemoney") {
+            try daemon.list().allSatisfy { $0["state"] == "synced" || $0["state"] == "deleted" }
+        }
+    }
+}
