@@ -56,6 +56,8 @@ let package = Package(
                 path: "Sources/Backends/ExpenseServerBackend"),
         .target(name: "IhatemoneyBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
                 path: "Sources/Backends/IhatemoneyBackend"),
+        .target(name: "FavaBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Posix"],
+                path: "Sources/Backends/FavaBackend"),
         // The control socket's I/O: connections, framing, peer checks, limits,
         // watchers. It hands typed requests to the daemon and never touches
         // the store or the engine.
@@ -65,7 +67,7 @@ let package = Package(
         .target(name: "SpoolIntake", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Digest", "Posix"]),
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
         .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
-                                                      "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "ExpenseCore", "Posix", "Systemd"]),
+                                                      "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "FavaBackend", "ExpenseCore", "Posix", "Systemd"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),

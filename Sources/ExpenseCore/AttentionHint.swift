@@ -7,7 +7,7 @@ public enum AttentionHint {
     /// expense deleted on the server (`gone`: a 410, or a deletion a
     /// refresh brought) cannot: the server keeps a tombstone for good.
     public static func canRetry(errorClass: String?) -> Bool {
-        errorClass != "gone"
+        errorClass != "gone" && errorClass != "unsupported"
     }
 
     /// One sentence for the job's expense `transactionID`.
@@ -16,6 +16,8 @@ public enum AttentionHint {
         switch errorClass {
         case "gone":
             return "The expense was deleted on the server: this change can never apply, and retrying cannot help; \(discard)."
+        case "unsupported":
+            return "The backend cannot make this change through its API: make it there by hand (see the last error), then \(discard)."
         case "transient":
             return "The server kept failing (see the last error); once it works again 'expensectl retry \(id)' sends it again, or \(discard)."
         case "waiting":

@@ -62,6 +62,10 @@ public struct RetryPolicy: Sendable, Equatable {
             // the user discards it.
             return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
                                    error: message, errorClass: "gone")
+        case .unsupported:
+            // Sending it again can never help: said at once, not after N tries.
+            return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
+                                   error: message, errorClass: "unsupported")
         case .rejected, .notFound, .gone:
             let attempts = job.attempts + 1
             if attempts >= maxAttempts {

@@ -39,6 +39,10 @@ public struct SyncFailure: Sendable, Equatable {
         /// Refused because what it refers to was deleted for good: a
         /// receipt is dropped, a delete is done, an edit can never apply.
         case gone
+        /// The backend cannot make this change at all (fava cannot edit or
+        /// delete an entry through its API): needs attention at once, its
+        /// summary saying what to do by hand.
+        case unsupported
     }
 
     public var kind: Kind
@@ -59,7 +63,7 @@ public struct SyncFailure: Sendable, Equatable {
         switch kind {
         case .transient: .transient
         case .inProgress: .inProgress
-        case .rejected, .notFound, .gone: .rejected
+        case .rejected, .notFound, .gone, .unsupported: .rejected
         }
     }
 }

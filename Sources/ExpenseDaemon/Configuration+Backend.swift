@@ -53,7 +53,6 @@ extension Configuration {
         if favaKeys && backend != .fava {
             throw ConfigurationError("fava_expense_account and fava_funding_account need backend = fava (backend is \(backend.rawValue))")
         }
-        if backend == .fava { throw ConfigurationError("backend = fava is not available in this build yet (docs/backends.md)") }
         guard serverURL != nil else { return }
         switch backend {
         case .expenseServer, .fava:

@@ -1,5 +1,6 @@
 import ControlSocket
 import ExpenseServerBackend
+import FavaBackend
 import IhatemoneyBackend
 import SpoolIntake
 import SyncEngine
@@ -40,7 +41,9 @@ extension Configuration {
                 payedFor: ihatemoneyPayedFor, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                 requestTimeoutMilliseconds: requestTimeoutMilliseconds, keptReceiptsDirectory: "\(stateDirectory)/kept-receipts"))
         case .fava:
-            preconditionFailure("checkBackend() refuses backend = fava in this build")
+            return FavaBackend(settings: FavaBackend.Settings(
+                baseURL: baseURL, expenseAccountTemplate: favaExpenseAccount, fundingAccount: favaFundingAccount,
+                connectTimeoutMilliseconds: connectTimeoutMilliseconds, requestTimeoutMilliseconds: requestTimeoutMilliseconds))
         }
     }
 

@@ -1,0 +1,156 @@
+import Digest
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import Testing
+
+/// A real fava with a ledger of its own, optionally behind a fault proxy,
+/// and an expensed sending to it.
+final class FavaHarness: @unchecked Sendable {
+    let directory = TemporaryDirectory(prefix: "fava")
+    let fava: FavaProcess
+    let proxy: FaultProxy?
+    let daemon: DaemonHarness
+
+    init(odds: FaultProxy.Odds? = nil, environment: [String: String] = [:], spool: Bool = false) throws {
+        try FileManager.default.createDirectory(atPath: directory.at("fava"), withIntermediateDirectories: true)
+        let fava = try FavaProcess(directory: directory.at("fava"))
+        let proxy = try odds.map { try FaultProxy(backendPort: fava.port, odds: $0, seed: 17) }
+        self.fava = fava
+        self.proxy = proxy
+        let base = (proxy?.baseURL ?? "http://127.0.0.1:\(fava.port)") + "/\(fava.slug)"
+        SampleReceipt.write(Array("""
+            backend = fava
+            server = \(base)
+            fava_expense_account = Expenses:{category}
+            fava_funding_account = Assets:Cash
+            """.utf8), to: directory.at("expensed.conf"))
+        daemon = DaemonHarness(arguments: ["--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "500ms", "--request-timeout", "30s"],
+                               environment: environment, spool: spool, directory: directory)
+    }
+
+    deinit {
+        daemon.stop()
+        proxy?.stop()
+        fava.stop()
+    }
+
+    /// Adds an expense with `expensectl add`; returns its transaction id.
+    @discardableResult
+    func add(merchant: String, amount: String, category: String = "Meals", comment: String? = nil, receipt: String? = nil) throws -> String {
+        var arguments = ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29", "--category", category, "--json"]
+        if let comment { arguments += ["--comment", comment] }
+        if let receipt { arguments += ["--receipt", receipt] }
+        let result = try daemon.ctl(arguments)
+        guard result.status == 0, let id = (try? JSONValue.parse(Array(result.stdout.utf8)))?["transaction_id"]?.stringValue else {
+            throw TestFailure("add failed (\(result.status)): \(result.stdout) \(result.stderr)")
+        }
+        return id
+    }
+
+    func waitUntilDrained(timeout: Double = 60) throws {
+        try waitUntil(timeout: timeout, "the daemon to drain into fava") {
+            let status = try daemon.ctlJSON(["status"])
+            return status["queued"] == 0 && status["sending"] == 0
+        }
+    }
+}
+
+/// expensed against the real fava 1.30.16 and beancount 3.2.3 (from the
+/// test venv); the verdict is beancount's own loader reading the ledger.
+@Suite(.serialized) struct FavaTests {
+    @Test func add_makesOneTransactionWithItsLinkAndMetadata() throws {
+        let h = try FavaHarness()
+        try h.daemon.start()
+        let id = try h.add(merchant: "Bakery", amount: "12.50", category: "travel", comment: "bread")
+        try h.waitUntilDrained()
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.errors.isEmpty, "\(ledger.errors)")
+        let entries = ledger.transactions(linked: id)
+        #expect(entries.count == 1)
+        let entry = try #require(entries.first)
+        #expect(entry.meta["transaction_id"] == id)
+        #expect(entry.meta["client_id"]?.count == 36)
+        #expect(entry.payee == "Bakery" && entry.narration == "bread" && entry.date == "2026-11-29")
+        #expect(entry.postings.map(\.account) == ["Expenses:Travel", "Assets:Cash"])
+        #expect(entry.postings.first?.number == "12.50")
+        #expect(try h.daemon.ctlJSON(["show", id])["state"] == "synced")
+    }
+
+    @Test func addWithReceipt_uploadsADocumentLinkedToTheEntry() throws {
+        let h = try FavaHarness()
+        try h.daemon.start()
+        let bytes = SampleReceipt.jpeg(size: 6000, seed: 3)
+        SampleReceipt.write(bytes, to: h.directory.at("r.jpg"))
+        let id = try h.add(merchant: "Hardware", amount: "40.00", receipt: h.directory.at("r.jpg"))
+        try h.waitUntilDrained()
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.errors.isEmpty, "\(ledger.errors)")
+        let documents = ledger.documentEntries.filter { $0.filename.contains(id) }
+        let shown = try h.daemon.ctlJSON(["show", id])
+        #expect(documents.count == 1, "\(shown.serialized()) \(h.daemon.log.suffix(1500))")
+        #expect(documents.first?.sha256 == Hex.encode(SHA256.hash(bytes)))
+        #expect(ledger.transactions(linked: id).first?.meta["document"]?.contains(id) == true, "the entry links the document")
+    }
+
+    @Test func editAndDelete_needAttentionSayingToChangeTheLedgerByHand() throws {
+        let h = try FavaHarness()
+        try h.daemon.start()
+        let id = try h.add(merchant: "Cafe", amount: "4.00")
+        try h.waitUntilDrained()
+        #expect(try h.daemon.ctl(["edit", id, "--amount", "5.00"]).status == 0)
+        try waitUntil(timeout: 30, "the edit to need attention") { try h.daemon.ctlJSON(["status"])["needs_attention"] == 1 }
+        let job = try #require(try h.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first)
+        #expect(job["last_error_class"] == "unsupported")
+        #expect(job["last_error"]?.stringValue?.contains("by hand") == true, "\(job.serialized())")
+        #expect(try h.fava.loadLedger().transactions(linked: id).first?.postings.first?.number == "4.00", "the ledger is not changed")
+    }
+
+    /// 200 expenses (50 with receipts) through a proxy that drops 20% of
+    /// answers after fava committed, resets 10% and answers 503 to 5%.
+    @Test func lostAnswersResetsAnd503s_leaveExactlyOneEntryAndDocumentEach() throws {
+        let h = try FavaHarness(odds: FaultProxy.Odds(dropAfterCommit: 0.2, resetAfterCommit: 0.1, unavailable: 0.05))
+        try h.daemon.start()
+        var ids: [String] = []
+        var receipts: [String: [UInt8]] = [:]
+        for n in 0..<200 {
+            var receipt: String?
+            if n % 4 == 0 {
+                let bytes = SampleReceipt.jpeg(size: 2000 + n * 13, seed: UInt8(n % 251))
+                receipt = h.directory.at("r\(n).jpg")
+                SampleReceipt.write(bytes, to: receipt!)
+                let id = try h.add(merchant: "Shop \(n)", amount: "\(n + 1).25", receipt: receipt)
+                receipts[id] = bytes
+                ids.append(id)
+            } else {
+                ids.append(try h.add(merchant: "Shop \(n)", amount: "\(n + 1).25"))
+            }
+        }
+        try h.waitUntilDrained(timeout: 600)
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.errors.isEmpty, "\(ledger.errors.prefix(3))")
+        let ours = ledger.transactions.filter { $0.meta["transaction_id"] != nil }
+        #expect(ours.count == 200)
+        #expect(Set(ours.compactMap { $0.meta["transaction_id"] }) == Set(ids))
+        #expect(ledger.documentEntries.count == 50)
+        for (id, bytes) in receipts {
+            let docs = ledger.documentEntries.filter { $0.filename.contains(id) }
+            #expect(docs.count == 1 && docs.first?.sha256 == Hex.encode(SHA256.hash(bytes)), "\(id)")
+        }
+        #expect(try h.daemon.ctlJSON(["status"])["needs_attention"] == 0)
+    }
+
+    @Test func killWithACreateInFlight_leavesOneEntry() throws {
+        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
+        try h.daemon.start()
+        let id = try h.add(merchant: "Garage", amount: "99.00")
+        let crashed = try #require(h.daemon.process)
+        #expect(crashed.waitForExit(timeout: 60) != nil, "the daemon died at the fault point")
+        #expect(try h.fava.loadLedger().transactions(linked: id).count == 1, "fava committed before the crash")
+        h.daemon.environment = [:]
+        try h.daemon.start()
+        try h.waitUntilDrained()
+        #expect(try h.fava.loadLedger().transactions(linked: id).count == 1)
+        #expect(h.daemon.log.contains("replayed"))
+    }
+}
