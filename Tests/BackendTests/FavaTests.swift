@@ -153,4 +153,52 @@ final class FavaHarness: @unchecked Sendable {
         #expect(try h.fava.loadLedger().transactions(linked: id).count == 1)
         #expect(h.daemon.log.contains("replayed"))
     }
+
+    /// An amount changed in the ledger file itself: after `sync --refresh`
+    /// (which asks fava to reload first) `show` has the new amount.
+    @Test func refresh_showsAnEntryChangedInTheLedgerItself() throws {
+        let h = try FavaHarness()
+        try h.daemon.start()
+        let id = try h.add(merchant: "Market", amount: "10.00")
+        try h.waitUntilDrained()
+        let text = try String(contentsOfFile: h.fava.ledgerPath, encoding: .utf8)
+        #expect(text.contains("10.00 EUR"))
+        try text.replacingOccurrences(of: "-10.00 EUR", with: "-11.25 EUR").replacingOccurrences(of: " 10.00 EUR", with: " 11.25 EUR")
+            .write(toFile: h.fava.ledgerPath, atomically: false, encoding: .utf8)
+        #expect(try h.daemon.ctl(["sync", "--refresh", "--wait"]).status == 0)
+        try waitUntil(timeout: 30, "the refresh to show the change") { try h.daemon.ctlJSON(["show", id])["amount"] == "11.25" }
+    }
+
+    /// A 200 that is not fava's JSON as the answer to `add_entries` (a
+    /// proxy's page): transient, and the next send looks the link up
+    /// (after `changed`) before sending again; nothing is lost.
+    @Test func unreadableAddEntriesAnswer_isTransientAndLooksUpFirst() throws {
+        let fake = try LoopbackHTTPServer { request in
+            if request.path.hasSuffix("/api/add_entries") {
+                return .respond(status: 200, headers: ["Content-Type": "text/html"], body: Array("<html>Proxy error</html>".utf8))
+            }
+            if request.path.contains("/api/changed") {
+                return .respond(status: 200, headers: ["Content-Type": "application/json"], body: Array(#"{"data": false}"#.utf8))
+            }
+            return .respond(status: 200, headers: ["Content-Type": "application/json"], body: Array(#"{"data": {"t": "table", "types": [], "rows": []}}"#.utf8))
+        }
+        defer { fake.stop() }
+        let dir = TemporaryDirectory(prefix: "fava-fake")
+        SampleReceipt.write(Array("backend = fava\nserver = \(fake.baseURL)/household\n".utf8), to: dir.at("expensed.conf"))
+        let daemon = DaemonHarness(arguments: ["--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "200ms"], directory: dir)
+        try daemon.start()
+        defer { daemon.stop() }
+        let added = try daemon.ctl(["add", "--merchant", "Shop", "--amount", "3.00", "--currency", "EUR", "--date", "2026-11-29", "--json"])
+        let id = try #require(try JSONValue.parse(Array(added.stdout.utf8))["transaction_id"]?.stringValue)
+        try waitUntil(timeout: 30, "two sends") { fake.requests.count { $0.path.hasSuffix("/api/add_entries") } >= 2 }
+        let job = try #require(try daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first)
+        #expect(job["last_error_class"] == "transient")
+        #expect(job["last_error"]?.stringValue?.contains("not fava's JSON") == true, "\(job.serialized())")
+        let paths = fake.requests.map(\.path)
+        let first = try #require(paths.firstIndex { $0.hasSuffix("/api/add_entries") })
+        let second = try #require(paths[(first + 1)...].firstIndex { $0.hasSuffix("/api/add_entries") })
+        let between = paths[first..<second]
+        #expect(between.contains { $0.contains("/api/changed") } && between.contains { $0.contains("/api/query") }, "\(paths)")
+        #expect(try daemon.list().count == 1)
+    }
 }
