@@ -18,10 +18,10 @@ extension FavaBackend {
     }
 
     /// The `data` member of a fava answer, or the outcome the answer is.
-    static func data(_ result: Result<HTTPResponse, TransportError>, what: String) -> Result<JSONValue, FavaOutcomeBox> {
+    static func data(_ result: Result<HTTPResponse, TransportError>, what: String) -> Result<JSONValue, SyncOutcomeError> {
         let response: HTTPResponse
         switch result {
-        case .failure(let error): return .failure(FavaOutcomeBox(.unanswered(reason: error.message, requestSent: error.requestSent)))
+        case .failure(let error): return .failure(SyncOutcomeError(.unanswered(reason: error.message, requestSent: error.requestSent)))
         case .success(let r): response = r
         }
         let status = response.status
@@ -31,7 +31,7 @@ extension FavaBackend {
             guard let data = value?["data"] else {
                 let kind = !isJSON ? "a page that is not fava's JSON (\(response.header("content-type") ?? "no content type"))"
                     : value == nil ? "invalid JSON" : "JSON without fava's 'data'"
-                return .failure(FavaOutcomeBox(.failed(SyncFailure(.transient, summary: "\(status) fava's \(what) was \(kind); its outcome is unknown, so the link is looked up before sending again")),
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.transient, summary: "\(status) fava's \(what) was \(kind); its outcome is unknown, so the link is looked up before sending again")),
                                                isUnreadable: true))
             }
             return .success(data)
@@ -39,11 +39,11 @@ extension FavaBackend {
         let message = value?["error"]?.stringValue.map { "fava: \($0.prefix(160))" } ?? (isJSON ? "fava answered an error without a message" : "fava answered a page, not its JSON")
         let summary = "\(status) \(message)"
         switch status {
-        case 401, 403: return .failure(FavaOutcomeBox(.refused(code: "\(status)", summary: summary)))
+        case 401, 403: return .failure(SyncOutcomeError(.refused(code: "\(status)", summary: summary)))
         case 408, 425, 429, 500...599:
-            return .failure(FavaOutcomeBox(.failed(SyncFailure(.transient, summary: summary,
+            return .failure(SyncOutcomeError(.failed(SyncFailure(.transient, summary: summary,
                                                                retryAfterMilliseconds: response.header("retry-after").flatMap(Backoff.parseRetryAfter)))))
-        default: return .failure(FavaOutcomeBox(.failed(SyncFailure(.rejected, summary: summary))))
+        default: return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: summary))))
         }
     }
 }

@@ -140,7 +140,7 @@ public final class FavaBackend: SyncBackend {
     }
 
     /// `GET <base>/api/changed`, then the transaction linked `transactionID`.
-    func lookUp(_ transactionID: String) async -> Result<FavaEntry?, FavaOutcomeBox> {
+    func lookUp(_ transactionID: String) async -> Result<FavaEntry?, SyncOutcomeError> {
         switch await entries(where: "'\(transactionID)' IN links") {
         case .failure(let box): return .failure(box)
         case .success(let entries): return .success(entries.first { $0.transactionID == transactionID })
@@ -149,7 +149,7 @@ public final class FavaBackend: SyncBackend {
 
     /// Our transactions matching `condition`, after making fava reload
     /// the ledger if the file changed (its reads lag its writes until then).
-    func entries(where condition: String) async -> Result<[FavaEntry], FavaOutcomeBox> {
+    func entries(where condition: String) async -> Result<[FavaEntry], SyncOutcomeError> {
         let changed = await client.send(request("GET", "/api/changed"))
         if case .failure(let box) = Self.data(changed, what: "changed") { return .failure(box) }
         let query = "SELECT id, date, payee, narration, entry_meta('transaction_id'), entry_meta('client_id'), account, number, currency WHERE \(condition)"
@@ -158,20 +158,20 @@ public final class FavaBackend: SyncBackend {
         case .failure(let box): return .failure(box)
         case .success(let data):
             guard let entries = FavaEntry.entries(fromQuery: data, funding: settings.fundingAccount) else {
-                return .failure(FavaOutcomeBox(.failed(SyncFailure(.transient, summary: "200 fava's query answer is not what fava 1.30 sends")), isUnreadable: true))
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.transient, summary: "200 fava's query answer is not what fava 1.30 sends")), isUnreadable: true))
             }
             return .success(entries)
         }
     }
 
     /// The ledger's `documents` folder, as `add_document` wants it.
-    func documents() async -> Result<String, FavaOutcomeBox> {
+    func documents() async -> Result<String, SyncOutcomeError> {
         if let known = documentsFolder.withLock({ $0 }) { return .success(known) }
         switch Self.data(await client.send(request("GET", "/api/options")), what: "options") {
         case .failure(let box): return .failure(box)
         case .success(let data):
             guard let folder = data["beancount_options"]?["documents"]?.stringValue.flatMap(Self.firstOfPythonList) else {
-                return .failure(FavaOutcomeBox(.failed(SyncFailure(.rejected, summary: "422 the ledger has no documents option: add 'option \"documents\" \"…\"' to it"))))
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "422 the ledger has no documents option: add 'option \"documents\" \"…\"' to it"))))
             }
             documentsFolder.withLock { $0 = folder }
             return .success(folder)
@@ -183,15 +183,8 @@ public final class FavaBackend: SyncBackend {
         switch await entries(where: "str(entry_meta('transaction_id')) ~ '^cp-'") {
         case .success(let entries):
             return .page(ChangesPage(expenses: entries.map { $0.expense(receiptURL: nil) }, nextCursor: nil, hasMore: false))
-        case .failure(let box) where box.isUnreadable:
-            return .malformed
-        case .failure(let box):
-            switch box.outcome {
-            case .unanswered(let reason, _): return .unanswered(reason: reason)
-            case .refused(let code, _): return .refused(code: code)
-            case .failed(let failure): return .failed(failure)
-            case .applied, .receiptUnreadable: return .malformed
-            }
+        case .failure(let failure):
+            return failure.changesReply
         }
     }
 
@@ -245,16 +238,5 @@ public final class FavaBackend: SyncBackend {
             if n == 0 { return out }
             out += buffer[0..<n]
         }
-    }
-}
-
-/// A ``SyncOutcome`` as the failure of a `Result`.
-struct FavaOutcomeBox: Error, Sendable {
-    let outcome: SyncOutcome
-    /// Answered 2xx with a body that is not what fava sends.
-    var isUnreadable = false
-    init(_ outcome: SyncOutcome, isUnreadable: Bool = false) {
-        self.outcome = outcome
-        self.isUnreadable = isUnreadable
     }
 }

@@ -80,15 +80,15 @@ extension IhatemoneyBackend {
     /// A listing (`GET …/bills`, `…/members`): `read` parses it; an answer
     /// it cannot read is transient (a proxy's page, a truncated body).
     static func listing<T>(_ result: Result<HTTPResponse, TransportError>, what: String,
-                           read: (JSONValue) -> T?) -> Result<T, SyncOutcomeBox> {
+                           read: (JSONValue) -> T?) -> Result<T, SyncOutcomeError> {
         let response: HTTPResponse
         switch result {
-        case .failure(let error): return .failure(SyncOutcomeBox(.unanswered(reason: error.message, requestSent: error.requestSent)))
+        case .failure(let error): return .failure(SyncOutcomeError(.unanswered(reason: error.message, requestSent: error.requestSent)))
         case .success(let r): response = r
         }
-        guard (200..<300).contains(response.status) else { return .failure(SyncOutcomeBox(failure(response))) }
+        guard (200..<300).contains(response.status) else { return .failure(SyncOutcomeError(failure(response))) }
         guard isJSON(response), let value = try? JSONValue.parse(response.body), let read = read(value) else {
-            return .failure(SyncOutcomeBox(.failed(SyncFailure(.transient, summary: "\(response.status) the \(what) \(describeUnreadable(response))")), isUnreadable: true))
+            return .failure(SyncOutcomeError(.failed(SyncFailure(.transient, summary: "\(response.status) the \(what) \(describeUnreadable(response))")), isUnreadable: true))
         }
         return .success(read)
     }
@@ -105,15 +105,8 @@ extension IhatemoneyBackend {
         case .success(let bills):
             let expenses = bills.compactMap { bill in bill.marker.map { bill.expense(marker: $0, receiptURL: receiptURL($0.transactionID)) } }
             return .page(ChangesPage(expenses: expenses, nextCursor: nil, hasMore: false))
-        case .failure(let box) where box.isUnreadable:
-            return .malformed
-        case .failure(let box):
-            switch box.outcome {
-            case .unanswered(let reason, _): return .unanswered(reason: reason)
-            case .refused(let code, _): return .refused(code: code)
-            case .failed(let failure): return .failed(failure)
-            case .applied, .receiptUnreadable: return .malformed
-            }
+        case .failure(let failure):
+            return failure.changesReply
         }
     }
 }

@@ -197,19 +197,19 @@ public final class IhatemoneyBackend: SyncBackend {
     }
 
     /// The bill carrying `transactionID`'s marker; `.gone` when none does.
-    func find(_ transactionID: String, auth: [(String, String)]) async -> Result<IhatemoneyBill, SyncOutcomeBox> {
+    func find(_ transactionID: String, auth: [(String, String)]) async -> Result<IhatemoneyBill, SyncOutcomeError> {
         switch await bills(auth: auth) {
         case .failure(let outcome): return .failure(outcome)
         case .success(let bills):
             guard let bill = bills.first(where: { $0.marker?.transactionID == transactionID }) else {
-                return .failure(SyncOutcomeBox(.failed(SyncFailure(.gone, summary: "404 no bill in ihatemoney carries this expense's marker"))))
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.gone, summary: "404 no bill in ihatemoney carries this expense's marker"))))
             }
             return .success(bill)
         }
     }
 
     /// Every bill of the project (ihatemoney cannot filter by `external_link`).
-    func bills(auth: [(String, String)]) async -> Result<[IhatemoneyBill], SyncOutcomeBox> {
+    func bills(auth: [(String, String)]) async -> Result<[IhatemoneyBill], SyncOutcomeError> {
         let result = await client.send(request("GET", "/bills", auth: auth))
         return Self.listing(result, what: "bill list") { value in
             guard let items = value.arrayValue else { return nil }
@@ -219,7 +219,7 @@ public final class IhatemoneyBackend: SyncBackend {
     }
 
     /// The payer's and owers' ids, read from `GET …/members` once.
-    func memberIDs(auth: [(String, String)]) async -> Result<Members, SyncOutcomeBox> {
+    func memberIDs(auth: [(String, String)]) async -> Result<Members, SyncOutcomeError> {
         if let known = members.withLock({ $0 }) { return .success(known) }
         let result = await client.send(request("GET", "/members", auth: auth))
         let listed = Self.listing(result, what: "member list") { value -> [(name: String, id: Int64, active: Bool)]? in
@@ -236,13 +236,13 @@ public final class IhatemoneyBackend: SyncBackend {
             // A member ihatemoney lacks is a configuration to fix: the job
             // is refused with the name (not cached: it may be added).
             guard let payer = list.first(where: { $0.name == settings.payer }) else {
-                return .failure(SyncOutcomeBox(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(settings.payer)' (ihatemoney_payer)"))))
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(settings.payer)' (ihatemoney_payer)"))))
             }
             var owers: [Int64] = []
             if let names = settings.payedFor {
                 for name in names {
                     guard let member = list.first(where: { $0.name == name }) else {
-                        return .failure(SyncOutcomeBox(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(name)' (ihatemoney_payed_for)"))))
+                        return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(name)' (ihatemoney_payed_for)"))))
                     }
                     owers.append(member.id)
                 }
@@ -281,17 +281,5 @@ public final class IhatemoneyBackend: SyncBackend {
         return HTTPRequest(method: method, url: settings.projectURL + path, headers: headers, body: body,
                            connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
                            totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
-    }
-}
-
-/// A ``SyncOutcome`` as the failure of a `Result`: the job's outcome when
-/// a step before its request already decided it.
-struct SyncOutcomeBox: Error, Sendable {
-    let outcome: SyncOutcome
-    /// Answered 2xx with a body that is not what ihatemoney sends.
-    var isUnreadable = false
-    init(_ outcome: SyncOutcome, isUnreadable: Bool = false) {
-        self.outcome = outcome
-        self.isUnreadable = isUnreadable
     }
 }
