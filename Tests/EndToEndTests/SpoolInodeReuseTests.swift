@@ -35,17 +35,19 @@ import Testing
         return row
     }
 
-    /// Creates files in `spool` until one gets `inode` (bounded), writes
+    /// Creates files in `directory` until one gets `inode` (bounded), writes
     /// `bytes` into it, gives it the mtime `modified` when asked (as `cp
-    /// -p`, `rsync -t` or `tar` do), and renames it to `name`.
+    /// -p`, `rsync -t` or `tar` do), and renames it to `spool/name`.
     /// - Returns: false when the inode did not come back: another process
-    ///   on this file system took it first.
-    static func newFile(withInode inode: UInt64, in spool: String, bytes: [UInt8], modified: Int64?, as name: String) throws -> Bool {
+    ///   took it first, or the file system does not hand inodes out again
+    ///   (tmpfs numbers them afresh).
+    static func newFile(withInode inode: UInt64, in directory: String, bytes: [UInt8], modified: Int64?,
+                        as name: String, spool: String) throws -> Bool {
         var probes: [String] = []
         defer { for probe in probes { unlink(probe) } }
         var found: String?
         for n in 0..<5000 where found == nil {
-            let path = "\(spool)/.probe-\(n)"
+            let path = "\(directory)/.probe-\(n)"
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw TestFailure("cannot create \(path): \(errno)") }
             close(fd)
@@ -63,31 +65,42 @@ import Testing
 
     /// Drops `drops` (sidecar first) into a daemon armed to die at `point`;
     /// once it has, makes a new file with the inode of the one taken as
-    /// `reused`, holding `bytes`, named `newName`. The machine's other
-    /// processes may take the freed inode first: then all again, a few times.
-    /// - Returns: the daemon, stopped, and what its row had recorded.
+    /// `reused`, holding `bytes`, named `newName`, in the directory the
+    /// taken one was made in (so from the same inode group on ext4). Where
+    /// the inode does not come back (another process took it, or a file
+    /// system such as tmpfs that never reuses one), the new file is made
+    /// anyway and the row is given its inode: the state the daemon restarts
+    /// into is then the very one a reuse leaves, a row and a new file that
+    /// share device, inode, name, size and mtime.
+    /// - Returns: the daemon, stopped, and what its row records now.
     static func crash(at point: String, dropping drops: [(String, [UInt8])], thenReuse reused: String, bytes: [UInt8],
                       copyingTime: Bool, as newName: String) throws -> (DaemonHarness, Recorded) {
-        for _ in 0..<5 {
-            let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true)
-            try daemon.start()
-            for (name, content) in drops {
-                try SpoolDrop.byRename(content, as: FileName(name)!, in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
-            }
-            guard daemon.process?.waitForExit(timeout: 20) != nil else {
-                daemon.crash()
-                throw TestFailure("the daemon did not reach \(point)")
-            }
-            #expect(daemon.log.contains("fault point \(point)"))
-            daemon.environment["EXPENSED_FAULT"] = nil
-            #expect(try daemon.spoolEntries().isEmpty, "the taken files were removed")
-            let old = try recorded(reused, in: daemon)
-            if try newFile(withInode: old.inode, in: daemon.spoolDirectory, bytes: bytes,
-                           modified: copyingTime ? old.modified : nil, as: newName) {
-                return (daemon, old)
-            }
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true)
+        try daemon.start()
+        let staging = daemon.directory.at("staging")
+        for (name, content) in drops {
+            try SpoolDrop.byRename(content, as: FileName(name)!, in: daemon.spoolDirectory, staging: staging)
         }
-        throw TestFailure("the file system did not hand a freed inode out again in five tries: this test needs one that does, as ext4")
+        guard daemon.process?.waitForExit(timeout: 20) != nil else {
+            daemon.crash()
+            throw TestFailure("the daemon did not reach \(point)")
+        }
+        #expect(daemon.log.contains("fault point \(point)"))
+        daemon.environment["EXPENSED_FAULT"] = nil
+        #expect(try daemon.spoolEntries().isEmpty, "the taken files were removed")
+        let old = try recorded(reused, in: daemon)
+        if try newFile(withInode: old.inode, in: staging, bytes: bytes, modified: copyingTime ? old.modified : nil,
+                       as: newName, spool: daemon.spoolDirectory) {
+            return (daemon, old)
+        }
+        let path = "\(staging)/\(newName)"
+        SampleReceipt.write(bytes, to: path)
+        if copyingTime { try FileTimes.setModified(path, to: old.modified) }
+        try FileSystem.rename(path, to: "\(daemon.spoolDirectory)/\(newName)")
+        let inode = try FileSystem.status("\(daemon.spoolDirectory)/\(newName)").inode
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")
+        try db.execute("UPDATE spool_intake SET inode = ? WHERE name = ?", [.integer(Int64(bitPattern: inode)), .blob(Array(reused.utf8))])
+        return (daemon, try recorded(reused, in: daemon))
     }
 
     /// point, what was dropped and taken, whether the new file copies the
@@ -162,7 +175,8 @@ import Testing
         // in its place, with its mtime: the inode comes back at once, unless
         // something still holds the old file open.
         #expect(unlink("\(spool)/A.jpg") == 0)
-        if try !Self.newFile(withInode: old.inode, in: spool, bytes: Self.otherReceipt, modified: old.modifiedNanoseconds, as: "A.jpg") {
+        if try !Self.newFile(withInode: old.inode, in: spool, bytes: Self.otherReceipt, modified: old.modifiedNanoseconds,
+                             as: "A.jpg", spool: spool) {
             // Held open by the copy, the inode does not come back: same
             // name, size and mtime, then.
             SampleReceipt.write(Self.otherReceipt, to: "\(spool)/.other")
