@@ -56,21 +56,6 @@ struct Invocation: Sendable {
     func has(_ flag: String) -> Bool { flags.contains(flag) }
 }
 
-/// One argument as the kernel passed it.
-struct Argument: Sendable {
-    let bytes: [UInt8]
-    /// The argument as text; nil when its bytes are not UTF-8.
-    let text: String?
-
-    init(_ bytes: some Collection<UInt8>) {
-        self.bytes = Array(bytes)
-        text = String(validating: self.bytes, as: UTF8.self)
-    }
-
-    /// For messages and for matching: the text, with U+FFFD for bytes that are not UTF-8.
-    var shown: String { text ?? String(decoding: bytes, as: UTF8.self) }
-}
-
 /// Options every subcommand takes.
 let globalOptions = OptionTable([
     CommandOption("--socket", valueName: "PATH", help: "expensed's control socket (default $EXPENSED_SOCKET, else /run/expensed/control.sock)"),
@@ -88,83 +73,51 @@ enum ParsedCommandLine {
     case version
 }
 
-/// Parses arguments (without the program name) against `subcommands`.
-/// Global options may come anywhere; `--` ends options. Every flag, global
-/// or not, refuses a value (`--json=1`); every option refuses to be given
-/// twice; only a path may hold bytes that are not UTF-8.
+/// Parses arguments (without the program name) against `subcommands`,
+/// with the shared ``ArgumentScanner``. Global options may come anywhere.
 func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHelp: String) throws(UsageError) -> ParsedCommandLine {
     var socket: String?
     var json = false
     var subcommand: Subcommand?
     var invocation = Invocation()
     var wantsHelp = false
-    var onlyPositional = false
-    var index = 0
+    var scanner = ArgumentScanner(arguments)
 
-    func fail(_ message: String, status: ExitStatus = .usage) -> UsageError {
-        UsageError(message, subcommand: subcommand?.name, status: status)
+    func fail(_ message: String) -> UsageError {
+        UsageError(message, subcommand: subcommand?.name)
+    }
+    func lookup(_ name: String) -> CommandOption? {
+        globalOptions.option(name) ?? (subcommand == nil && versionOption.matches(name) ? versionOption : nil)
+            ?? subcommand?.options.first(where: { $0.matches(name) })
     }
 
-    while index < arguments.count {
-        let argument = arguments[index]
-        index += 1
-        let shown = argument.shown
-        if onlyPositional || !shown.hasPrefix("-") || shown == "-" {
-            guard let text = argument.text else { throw fail("argument '\(shown.prefix(64))' is not valid UTF-8") }
+    while let item = try scanner.next(lookup, scope: subcommand?.name, subcommand: subcommand?.name) {
+        switch item {
+        case .positional(let argument):
+            guard let text = argument.text else { throw fail("argument \(LogText.quoted(argument.shown, limit: 64)) is not valid UTF-8") }
             if subcommand == nil {
                 guard let found = subcommands.first(where: { $0.name == text }) else {
-                    throw fail("unknown subcommand '\(text.prefix(64))'")
+                    throw fail("unknown subcommand \(LogText.quoted(text, limit: 64))")
                 }
                 subcommand = found
             } else {
                 invocation.positional.append(text)
             }
-            continue
-        }
-        var name = shown
-        var inlineValue: Argument?
-        if shown.hasPrefix("--"), let equals = argument.bytes.firstIndex(of: UInt8(ascii: "=")) {
-            name = Argument(argument.bytes[..<equals]).shown
-            inlineValue = Argument(argument.bytes[(equals + 1)...])
-        }
-        if name == "--" && inlineValue == nil {
-            onlyPositional = true
-            continue
-        }
-        guard let option = globalOptions.option(name) ?? (subcommand == nil && versionOption.matches(name) ? versionOption : nil)
-                ?? subcommand?.options.first(where: { $0.matches(name) }) else {
-            let scope = subcommand.map { " for '\($0.name)'" } ?? ""
-            throw fail("unknown option '\(name.prefix(64))'\(scope)")
-        }
-        guard option.kind != .none else {
-            if inlineValue != nil { throw fail("option '\(name)' takes no value") }
+        case .option(let option, nil):
             switch option.name {
             case "--version": return .version
             case "-h, --help": wantsHelp = true
             case "--json": json = true
             default: invocation.flags.insert(option.name)
             }
-            continue
+        case .option(let option, let value?):
+            if option.name == "--socket" {
+                socket = value.shown
+            } else {
+                invocation.values[option.name] = value.shown
+                if option.kind == .path { invocation.paths[option.name] = value.bytes }
+            }
         }
-        let value: Argument
-        if let inlineValue {
-            value = inlineValue
-        } else {
-            guard index < arguments.count else { throw fail("option '\(name)' needs a value") }
-            value = arguments[index]
-            index += 1
-        }
-        if value.text == nil && option.kind != .path {
-            throw fail("the value of '\(name)' is not valid UTF-8", status: option.kind == .field ? .dataError : .usage)
-        }
-        if option.name == "--socket" {
-            if socket != nil { throw fail("option '\(name)' given twice") }
-            socket = value.shown
-            continue
-        }
-        if invocation.values[option.name] != nil { throw fail("option '\(name)' given twice") }
-        invocation.values[option.name] = value.shown
-        if option.kind == .path { invocation.paths[option.name] = value.bytes }
     }
     if wantsHelp { return .help(subcommand?.help ?? topHelp) }
     guard let subcommand else { throw fail("missing subcommand") }
@@ -173,7 +126,7 @@ func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHel
         throw fail("missing <\(missing)>")
     }
     if invocation.positional.count > subcommand.arguments.count {
-        throw fail("unexpected argument '\(invocation.positional[subcommand.arguments.count].prefix(64))'")
+        throw fail("unexpected argument \(LogText.quoted(invocation.positional[subcommand.arguments.count], limit: 64))")
     }
     return .run(subcommand, invocation, socket: socket, json: json)
 }

@@ -20,43 +20,27 @@ extension Configuration {
         var flags: [(Key, String)] = []
         var configFile: String?
         var configExplicit = false
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var name = argument
-            var inlineValue: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inlineValue = String(argument[argument.index(after: equals)...])
-            }
-            if ["-h", "--help", "--version", "--foreground"].contains(name) {
-                // Flags take no value, not even `--foreground=yes`: a value
-                // would be silently ignored, as in no other flag.
-                if inlineValue != nil { throw UsageError("option '\(name)' takes no value") }
-                switch name {
+        var scanner = ArgumentScanner(arguments, lastWins: true)
+        let table = options
+        while let item = try scanner.next(table.option) {
+            switch item {
+            case .positional(let argument):
+                throw UsageError("unexpected argument \(LogText.quoted(argument.shown, limit: 64))")
+            case .option(let option, nil):
+                switch option.name {
                 case "--version": return .version
                 case "--foreground": continue // Always in the foreground (systemd's Type=notify); accepted for scripts that say so.
                 default: return .help
                 }
+            case .option(let option, let value?):
+                if option.name == "--config" {
+                    guard !value.shown.isEmpty else { throw UsageError("option '--config' needs a file, not an empty value") }
+                    configFile = value.shown
+                    configExplicit = true
+                } else if let key = keys.first(where: { $0.flag == option.name }) {
+                    flags.append((key, value.shown))
+                }
             }
-            func value() throws(UsageError) -> String {
-                if let inlineValue { return inlineValue }
-                guard index < arguments.count else { throw UsageError("option '\(name)' needs a value") }
-                index += 1
-                return arguments[index - 1]
-            }
-            if name == "--config" {
-                let file = try value()
-                guard !file.isEmpty else { throw UsageError("option '--config' needs a file, not an empty value") }
-                configFile = file
-                configExplicit = true
-                continue
-            }
-            guard let key = keys.first(where: { $0.flag == name }) else {
-                throw UsageError(argument.hasPrefix("-") ? "unknown option '\(argument.prefix(64))'" : "unexpected argument '\(argument.prefix(64))'")
-            }
-            flags.append((key, try value()))
         }
 
         var configuration = Configuration()
@@ -91,7 +75,8 @@ extension Configuration {
     static var options: OptionTable {
         OptionTable([CommandOption("--config", valueName: "FILE", help: "configuration file (default /etc/expensed/expensed.conf)")]
                     + keys.map { CommandOption($0.flag, valueName: $0.valueName, help: $0.help) }
-                    + [CommandOption("-h, --help", valueName: nil, help: "show this help"), CommandOption("--version", valueName: nil, help: "show the version")])
+                    + [CommandOption("--foreground", valueName: nil, help: "run in the foreground, as always (systemd's Type=notify)"),
+                       CommandOption("-h, --help", valueName: nil, help: "show this help"), CommandOption("--version", valueName: nil, help: "show the version")])
     }
 
     /// `expensed --help`.

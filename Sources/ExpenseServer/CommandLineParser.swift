@@ -65,7 +65,8 @@ enum CommandLineParser {
             }
             return .backup(destination: destination, storage: storage)
         case "export":
-            let options = try Options(Array(arguments.dropFirst()), known: storageOptions.union(["--format", "--since", "--user"]), command: "export")
+            let options = try Options(Array(arguments.dropFirst()), known: OptionTable(storageOptions.options + ServerHelp.export.options),
+                                      command: "export")
             guard options.positional.isEmpty else {
                 throw UsageError("export takes no arguments, got \(quoted(options.positional[0]))")
             }
@@ -96,10 +97,10 @@ enum CommandLineParser {
     }
 
     /// Where the data is: every subcommand takes these.
-    static var storageOptions: Set<String> { ServerHelp.storage.spellings }
+    static var storageOptions: OptionTable { ServerHelp.storage }
 
     /// What `serve` takes: the storage, its own and the fault injection.
-    static var serveOptions: Set<String> { storageOptions.union(ServerHelp.serve.spellings).union(ServerHelp.faults.spellings) }
+    static var serveOptions: OptionTable { OptionTable(ServerHelp.storage.options + ServerHelp.serve.options + ServerHelp.faults.options) }
 
     static let userSubcommands = ["add", "list"] + UserAction.allCases.map(\.rawValue)
 
@@ -109,7 +110,7 @@ enum CommandLineParser {
         guard userSubcommands.contains(action) else {
             throw UsageError("unknown user subcommand \(quoted(action)); \(expected)")
         }
-        let options = try Options(Array(rest.dropFirst()), known: storageOptions, flags: action == "add" ? ["--admin"] : [],
+        let options = try Options(Array(rest.dropFirst()), known: OptionTable(storageOptions.options + (action == "add" ? ServerHelp.userAdd.options : [])),
                                   command: "user \(action)")
         let storage = try options.storage()
         if action == "list" {
@@ -177,41 +178,16 @@ enum CommandLineParser {
         var positional: [String] = []
 
         /// - Parameters:
-        ///   - known: the options that take a value.
-        ///   - flags: the options that take none.
+        ///   - known: the options the subcommand takes.
         ///   - command: the subcommand, for messages.
-        init(_ arguments: [String], known: Set<String>, flags flagNames: Set<String> = [], command: String) throws(UsageError) {
-            var index = 0
-            while index < arguments.count {
-                let argument = arguments[index]
-                index += 1
-                guard argument.hasPrefix("--") else {
-                    positional.append(argument)
-                    continue
+        init(_ arguments: [String], known: OptionTable, command: String) throws(UsageError) {
+            var scanner = ArgumentScanner(arguments)
+            while let item = try scanner.next(known.option, scope: command) {
+                switch item {
+                case .positional(let argument): positional.append(argument.shown)
+                case .option(let option, nil): flags.insert(option.name)
+                case .option(let option, let value?): values[option.name] = value.shown
                 }
-                var name = argument
-                var value: String?
-                if let equals = argument.firstIndex(of: "=") {
-                    name = String(argument[..<equals])
-                    value = String(argument[argument.index(after: equals)...])
-                }
-                if flagNames.contains(name) {
-                    guard value == nil else { throw UsageError("\(name) takes no value") }
-                    guard flags.insert(name).inserted else { throw UsageError("\(name) was given more than once") }
-                    continue
-                }
-                guard known.contains(name) else {
-                    throw UsageError("unknown option \(quoted(name, limit: 64)) for \(command)")
-                }
-                if value == nil {
-                    // An option right after another is a forgotten value,
-                    // not a value (`--name=--x` gives one that starts so).
-                    guard index < arguments.count, !arguments[index].hasPrefix("--") else { throw UsageError("\(name) needs a value") }
-                    value = arguments[index]
-                    index += 1
-                }
-                guard values[name] == nil else { throw UsageError("\(name) was given more than once") }
-                values[name] = value
             }
         }
 

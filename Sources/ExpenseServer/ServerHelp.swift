@@ -51,6 +51,16 @@ enum ServerHelp {
         CommandOption("--fault-seed", valueName: "S", help: "Seed of the fault generator (default: 1)."),
     ])
 
+    /// `export`'s, described with the subcommand.
+    static let export = OptionTable([
+        CommandOption("--format", valueName: "csv|jsonl", help: "CSV (RFC 4180, the default) or JSON lines."),
+        CommandOption("--since", valueName: "DATE", help: "Only expenses dated DATE (YYYY-MM-DD) or later."),
+        CommandOption("--user", valueName: "NAME", help: "Only the expenses of the user NAME."),
+    ])
+
+    /// `user add`'s, described with the subcommand.
+    static let userAdd = OptionTable([CommandOption("--admin", valueName: nil, help: "The user sees every user's expenses and manages users.")])
+
     static let general = OptionTable([CommandOption("-h, --help", valueName: nil, help: "Show this help.")])
 
     /// Help starts at column 26, as in expensectl; a left column of up to
@@ -66,7 +76,7 @@ enum ServerHelp {
         ("user deactivate NAME", "Retire the user for good: no token works again; its expenses are kept,\nand admins still see them."),
         ("migrate", "Create or migrate the schema and print its version (serve does it too)."),
         ("backup DEST", "Copy SQLite data, while the server runs, into DEST: a new data directory\nto serve from. (For PostgreSQL use pg_dump.)"),
-        ("export", "Write every expense (deleted ones left out), oldest date first, to\nstandard output, streamed from the database: --format csv (RFC 4180,\nthe default) or jsonl; --since DATE (YYYY-MM-DD) and --user NAME filter."),
+        ("export", "Write every expense (deleted ones left out), oldest date first, to\nstandard output, streamed from the database, as CSV (RFC 4180) or JSON lines."),
     ]
 
     static let text = """
@@ -92,6 +102,10 @@ enum ServerHelp {
         \(serve.rendered(layout))
         FAULT INJECTION (serve; for tests, off by default, seeded and reproducible):
         \(faults.rendered(layout))
+        OPTIONS (user add):
+        \(userAdd.rendered(layout))
+        OPTIONS (export):
+        \(export.rendered(layout))
         OPTIONS:
         \(general.rendered(layout))
         Once serving, the server prints "expense-server: listening on HOST:PORT" to stderr and one
