@@ -103,7 +103,7 @@ import Testing
             let trimmed = line.drop(while: { $0 == " " })
             guard trimmed.hasPrefix("--"), let flag = trimmed.split(separator: " ").first else { return nil }
             return String(flag)
-        }.filter { !["--help", "--version", "--config"].contains($0) }
+        }.filter { !["--help", "--version", "--config", "--foreground"].contains($0) }
         #expect(flags.count >= 20)
         let guide = try Self.read("docs/configuration.md")
         let manual = try Self.read("man/expensed.conf.5")
