@@ -18,8 +18,10 @@ import Testing
         return try db.query("SELECT payload FROM jobs ORDER BY seq") { try JSONValue.parse(Array($0.string(0).utf8)) }
     }
 
-    static func requests(_ sync: SyncHarness, _ method: String) -> Int {
-        sync.accessLog().filter { $0.first == method && !($0.count > 1 && $0[1].hasPrefix("/v1/expenses?")) }.count
+    /// Requests of `method` the server logged, not counting listings;
+    /// waits for `awaiting` of them to be logged (``SyncHarness/accessLog(awaiting:timeout:_:)``).
+    static func requests(_ sync: SyncHarness, _ method: String, awaiting: Int = 0) -> Int {
+        sync.accessLog(awaiting: awaiting) { $0.first == method && !($0.count > 1 && $0[1].hasPrefix("/v1/expenses?")) }.count
     }
 
     static func add(_ daemon: DaemonHarness, merchant: String = "Blue Bottle", amount: String = "12.50", currency: String = "EUR") throws -> String {
@@ -68,7 +70,7 @@ import Testing
 
         try Self.goOnline(sync)
         try sync.waitUntilDrained()
-        #expect(Self.requests(sync, "POST") == 1)
+        #expect(Self.requests(sync, "POST", awaiting: 1) == 1)
         #expect(Self.requests(sync, "PATCH") == 0)
         let server = try Self.serverExpense(sync, id)
         #expect(server["amount"] == "13.00")
@@ -94,7 +96,7 @@ import Testing
 
         try sync.startServer()
         try sync.waitUntilDrained()
-        #expect(Self.requests(sync, "PATCH") == 1)
+        #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
         let server = try Self.serverExpense(sync, id)
         #expect(server["amount"] == "14.00")
         #expect(server["comment"] == "with the team")
@@ -184,7 +186,7 @@ import Testing
 
         try sync.startServer()
         try sync.waitUntilDrained()
-        #expect(Self.requests(sync, "POST") == 1)
+        #expect(Self.requests(sync, "POST", awaiting: 1) == 1)
         #expect(Self.requests(sync, "PATCH") == 0)
         let server = try Self.serverExpense(sync, id)
         #expect(server["comment"] == "airport")
@@ -223,7 +225,7 @@ import Testing
         try sync.startServer()
         _ = try sync.daemon.ctl(["sync"])
         try sync.waitUntilDrained()
-        #expect(Self.requests(sync, "DELETE") == 1)
+        #expect(Self.requests(sync, "DELETE", awaiting: 1) == 1)
         #expect(Self.requests(sync, "PATCH") == 0)
         #expect(try Self.serverExpense(sync, id)["deleted"] == true)
         #expect(try sync.daemon.list().isEmpty)
@@ -238,8 +240,8 @@ import Testing
         try Self.edit(sync.daemon, id, ["--amount", "99.00"])
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "edit"], "the create being sent was not rewritten")
         try sync.waitUntilDrained(timeout: 30)
-        #expect(Self.requests(sync, "POST") == 1)
-        #expect(Self.requests(sync, "PATCH") == 1)
+        #expect(Self.requests(sync, "POST", awaiting: 1) == 1)
+        #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
         let server = try Self.serverExpense(sync, id)
         #expect(server["amount"] == "99.00")
         #expect(server["version"] == 2)
@@ -363,7 +365,7 @@ import Testing
         let pending = Set(shown["pending_fields"]?.arrayValue?.compactMap(\.stringValue) ?? [])
         #expect(pending.isSubset(of: ["category", "comment", "tax_tag"]), "\(pending)")
         try sync.waitUntilDrained()
-        #expect(Self.requests(sync, "PATCH") >= 1)
+        #expect(Self.requests(sync, "PATCH", awaiting: 1) >= 1)
         server = try Self.serverExpense(sync, id)
         #expect(server["category"] == .null && server["comment"] == .null && server["tax_tag"] == .null, "\(server.serialized())")
         #expect(server["merchant"] == "M" && server["amount"] == "10.00")
@@ -390,7 +392,7 @@ import Testing
         let server = try Self.serverExpense(sync, id)
         #expect(server["tax_tag"] == "T2" && server["comment"] == "first", "\(server.serialized())")
         #expect(server["conflict"] == false, "\(server.serialized())")
-        #expect(Self.requests(sync, "PATCH") == 2)
+        #expect(Self.requests(sync, "PATCH", awaiting: 2) == 2)
     }
 
     @Test func clearingAFieldOfANeverSentCreate_leavesItOutOfTheCreate() throws {

@@ -119,7 +119,7 @@ import Testing
         let ids = try Self.add(200, to: sync.daemon)
         try sync.waitUntilDrained()
         stop.store(true, ordering: .relaxed)
-        let posts = sync.accessLog().filter { $0.first == "POST" }
+        let posts = sync.accessLog(awaiting: 200) { $0.first == "POST" }
         #expect(posts.count == 200, "one POST per expense: \(posts.count)")
         #expect(Set(posts.compactMap { $0.count > 4 ? $0[4] : nil }) == Set(ids))
         #expect(posts.allSatisfy { $0.count > 2 && $0[2] == "201" })
@@ -151,7 +151,7 @@ import Testing
         let second = try sync.serverRequest("GET", "/v1/expenses?limit=1000")
         #expect(try JSONValue.parse(second.body)["expenses"] == JSONValue.parse(first.body)["expenses"])
         #expect(try sync.serverExpenses().count == 30)
-        let replays = sync.accessLog().filter { $0.last == "replayed=true" }
+        let replays = sync.accessLog(awaiting: 60) { $0.last == "replayed=true" }
         #expect(replays.count == 60, "every create and receipt of the second round was a replay: \(replays.count)")
     }
 

@@ -126,4 +126,15 @@ public final class SyncHarness: @unchecked Sendable {
     public func accessLog() -> [[String]] {
         (server?.accessLog ?? []).map { $0.split(separator: " ").map(String.init) }
     }
+
+    /// The access log's lines that `matching` accepts, once there are at
+    /// least `count` of them (or `timeout` has passed): the server writes a
+    /// line when its answer has gone out, so the daemon can record the
+    /// answer, and a test see the outbox empty, a moment before the line is
+    /// there. A count below what a test expects then means a request that
+    /// was never made, not one not yet logged.
+    public func accessLog(awaiting count: Int, timeout: Double = 10, _ matching: ([String]) -> Bool) -> [[String]] {
+        try? waitUntil(timeout: timeout, "\(count) such lines in the access log") { accessLog().filter(matching).count >= count }
+        return accessLog().filter(matching)
+    }
 }
