@@ -172,8 +172,13 @@ import Testing
         sync.stopServer()
         _ = try Self.json(sync.daemon, ["edit", id, "--currency", "USD"])
         _ = try Self.json(other, ["edit", id, "--currency", "GBP"])
+        // The first device's edit must reach the server first. Both retry on
+        // their own once it is back, so the other stays stopped (its edit
+        // waiting in its outbox) until the first one's has been applied.
+        other.stop()
         try sync.startServer()
-        _ = try Self.json(sync.daemon, ["sync", "--wait", "--timeout", "20"])
+        #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        try other.start()
         _ = try Self.json(other, ["sync", "--wait", "--timeout", "20"])
         try waitUntil(timeout: 10, "the conflict to be flagged") { try Self.json(other, ["show", id])["conflict"] == true }
 

@@ -113,11 +113,19 @@ extension DaemonHarness {
     /// Waits until the spool holds nothing but `rejected/` (and `keeping`
     /// names), `expenses` are queued and `rejected` files are in `rejected/`.
     public func waitForSpool(expenses: Int, rejected: Int, keeping: Set<FileName> = [], timeout: Double = 30) throws {
-        try waitUntil(timeout: timeout, "the spool to be taken: \(expenses) expenses, \(rejected) rejected") {
-            guard let process, process.isRunning else { throw TestFailure("expensed exited: \(log)") }
-            let left = try spoolEntries().filter { !keeping.contains($0) }
-            let rejectedFiles = try rejectedEntries().filter { $0.lowercasedExtension != "reason" }
-            return left.isEmpty && rejectedFiles.count == rejected && (try? queuedExpenses().count) == expenses
+        var seen = "nothing yet"
+        do {
+            try waitUntil(timeout: timeout, "the spool to be taken: \(expenses) expenses, \(rejected) rejected") {
+                guard let process, process.isRunning else { throw TestFailure("expensed exited: \(log)") }
+                let left = try spoolEntries().filter { !keeping.contains($0) }
+                let rejectedFiles = try rejectedEntries().filter { $0.lowercasedExtension != "reason" }
+                let queued = try? queuedExpenses().count
+                seen = "left in the spool \(left.map(\.displayName)), \(rejectedFiles.count) rejected, \(queued.map(String.init) ?? "?") expenses"
+                return left.isEmpty && rejectedFiles.count == rejected && queued == expenses
+            }
+        } catch {
+            // What was there last says which part did not happen.
+            throw TestFailure("\(error); last seen: \(seen); the daemon's log:\n\(log.suffix(4000))")
         }
     }
 }
