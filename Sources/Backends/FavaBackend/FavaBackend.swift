@@ -81,7 +81,7 @@ public final class FavaBackend: SyncBackend {
             return .failed(SyncFailure(.rejected, summary: "400 a beancount transaction needs an amount and a currency; this expense has none"))
         }
         if job.sends > 1 {
-            switch await lookUp(job.transactionID) {
+            switch await lookUp(job) {
             case .failure(let box): return box.outcome
             case .success(let found?):
                 return .applied(found.expense(receiptURL: nil), replayed: true, code: "found by link")
@@ -103,7 +103,7 @@ public final class FavaBackend: SyncBackend {
     func attach(_ job: OutboxJob, receiptPath: String?) async -> SyncOutcome {
         guard let receiptPath else { return .receiptUnreadable(reason: "the job names no receipt file") }
         let found: FavaEntry
-        switch await lookUp(job.transactionID) {
+        switch await lookUp(job) {
         case .failure(let box): return box.outcome
         case .success(nil): return .failed(SyncFailure(.notFound, summary: "404 no transaction in the ledger is linked ^\(job.transactionID) yet"))
         case .success(let entry?): found = entry
@@ -139,25 +139,35 @@ public final class FavaBackend: SyncBackend {
         return Self.outcome(ofWrite: result) { (found.expense(receiptURL: receiptURL), "200 uploaded") }
     }
 
-    /// `GET <base>/api/changed`, then the transaction linked `transactionID`.
-    func lookUp(_ transactionID: String) async -> Result<FavaEntry?, SyncOutcomeError> {
-        switch await entries(where: "'\(transactionID)' IN links") {
+    /// `GET <base>/api/changed`, then the transaction carrying either half
+    /// of `job`'s marker: the link, or the `transaction_id` metadata. Either
+    /// alone is ours (only this daemon writes them), so an entry whose
+    /// metadata or link was removed by hand is still found, not made twice;
+    /// one whose metadata names another transaction is not this one.
+    func lookUp(_ job: OutboxJob) async -> Result<FavaEntry?, SyncOutcomeError> {
+        let id = job.transactionID
+        switch await entries(where: "'\(id)' IN links OR entry_meta('transaction_id') = '\(id)'",
+                             lookedUp: (transactionID: id, clientID: job.kind == .create ? job.uuid : nil)) {
         case .failure(let box): return .failure(box)
-        case .success(let entries): return .success(entries.first { $0.transactionID == transactionID })
+        case .success(let entries): return .success(entries.first { $0.transactionID == id })
         }
     }
 
     /// Our transactions matching `condition`, after making fava reload
     /// the ledger if the file changed (its reads lag its writes until then).
-    func entries(where condition: String) async -> Result<[FavaEntry], SyncOutcomeError> {
+    /// - Parameter lookedUp: the marker the condition asks for, which a row
+    ///   found by its link alone carries without the metadata.
+    func entries(where condition: String, lookedUp: (transactionID: String, clientID: String?)? = nil) async -> Result<[FavaEntry], SyncOutcomeError> {
         let changed = await client.send(request("GET", "/api/changed"))
         if case .failure(let box) = Self.data(changed, what: "changed") { return .failure(box) }
-        let query = "SELECT id, date, payee, narration, entry_meta('transaction_id'), entry_meta('client_id'), account, number, currency WHERE \(condition)"
+        // `str(number)`: fava sends a Decimal as a JSON number, which would
+        // lose its digits (99.00 read as 99.0); a string keeps them.
+        let query = "SELECT id, date, payee, narration, entry_meta('transaction_id'), entry_meta('client_id'), account, str(number), currency WHERE \(condition)"
         let result = await client.send(request("GET", "/api/query?query_string=" + FavaQuery.percentEncoded(query)))
         switch Self.data(result, what: "query") {
         case .failure(let box): return .failure(box)
         case .success(let data):
-            guard let entries = FavaEntry.entries(fromQuery: data, funding: settings.fundingAccount) else {
+            guard let entries = FavaEntry.entries(fromQuery: data, funding: settings.fundingAccount, lookedUp: lookedUp) else {
                 return .failure(SyncOutcomeError(.failed(SyncFailure(.transient, summary: "200 fava's query answer is not what fava 1.30 sends")), isUnreadable: true))
             }
             return .success(entries)

@@ -79,8 +79,13 @@ struct FavaEntry: Sendable, Equatable {
     }
 
     /// Reads fava's query answer (`{"t": "table", "types": [...], "rows": [[...]]}`)
-    /// for FavaBackend's query: a row per posting, grouped by entry. Nil when it is not that shape.
-    static func entries(fromQuery data: JSONValue, funding: String) -> [FavaEntry]? {
+    /// for FavaBackend's query: a row per posting, grouped by entry. Nil when
+    /// it is not that shape. fava 1.30 sends missing metadata as the string
+    /// `"None"`, so a value that is not a transaction id (a UUID for
+    /// `client_id`) counts as missing: an entry without `transaction_id` is
+    /// `lookedUp`'s when given (the query found it by its link), else not
+    /// ours and left out; one without `client_id` takes `lookedUp`'s.
+    static func entries(fromQuery data: JSONValue, funding: String, lookedUp: (transactionID: String, clientID: String?)? = nil) -> [FavaEntry]? {
         guard let rows = data["rows"]?.arrayValue else { return nil }
         var order: [String] = []
         var byHash: [String: [[JSONValue]]] = [:]
@@ -92,9 +97,12 @@ struct FavaEntry: Sendable, Equatable {
         var out: [FavaEntry] = []
         for hash in order {
             let postings = byHash[hash] ?? []
-            guard let first = postings.first, let date = first[1].stringValue, let transactionID = first[4].stringValue else { return nil }
+            guard let first = postings.first, let date = first[1].stringValue else { return nil }
+            guard let transactionID = first[4].stringValue.flatMap({ TransactionID.isValid($0) ? $0 : nil }) ?? lookedUp?.transactionID else { continue }
+            let clientID = first[5].stringValue.flatMap { $0.utf8.count == 36 ? $0 : nil }
+                ?? (transactionID == lookedUp?.transactionID ? lookedUp?.clientID ?? nil : nil) ?? ""
             let expense = postings.first { $0[6].stringValue != funding } ?? first
-            out.append(FavaEntry(hash: hash, transactionID: transactionID, clientID: first[5].stringValue ?? "", date: String(date.prefix(10)),
+            out.append(FavaEntry(hash: hash, transactionID: transactionID, clientID: clientID, date: String(date.prefix(10)),
                                  payee: first[2].stringValue, narration: first[3].stringValue ?? "",
                                  expenseAccount: expense[6].stringValue ?? "", amount: Self.decimal(expense[7]), currency: expense[8].stringValue))
         }
@@ -104,7 +112,7 @@ struct FavaEntry: Sendable, Equatable {
     /// A number as fava serialises a Decimal: a string or a JSON number.
     static func decimal(_ value: JSONValue) -> String? {
         switch value {
-        case .string(let s): return s
+        case .string(let s): return s == "None" ? nil : s
         case .integer(let i): return String(i)
         case .number(let d): return String(d)
         default: return nil
