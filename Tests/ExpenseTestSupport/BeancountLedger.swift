@@ -78,6 +78,11 @@ import hashlib, json, sys
 from beancount import loader
 from beancount.core import data
 
+# Without beancount's pickle cache: a load of 1 s or more (a thousand
+# entries on a loaded machine) writes one, stamped with the ledger's mtime
+# and size as they are when the load ends; a write by fava during the load
+# would leave a cache of the older text that every later load returns.
+loader.initialize(use_cache=False)
 entries, errors, options = loader.load_file(sys.argv[1])
 
 def meta(m):
