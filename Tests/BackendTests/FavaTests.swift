@@ -2,6 +2,7 @@ import Digest
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+import Posix
 import Testing
 
 /// A real fava with a ledger of its own, optionally behind a fault proxy,
@@ -91,6 +92,64 @@ final class FavaHarness: @unchecked Sendable {
         #expect(documents.count == 1, "\(shown.serialized()) \(h.daemon.log.suffix(1500))")
         #expect(documents.first?.sha256 == Hex.encode(SHA256.hash(bytes)))
         #expect(ledger.transactions(linked: id).first?.meta["document"]?.contains(id) == true, "the entry links the document")
+    }
+
+    /// A receipt and its sidecar dropped into the spool (the sidecar
+    /// renamed in first, as docs/spool.md says): one transaction with the
+    /// sidecar's fields, and the receipt as its document, byte for byte.
+    @Test func spoolDrop_makesOneEntryWithItsDocument() throws {
+        let h = try FavaHarness(spool: true)
+        try h.daemon.start()
+        let bytes = SpoolDrop.receipt(.jpeg, tag: 11, size: 9000)
+        let fields = ExpenseFields(merchant: "Pharmacy", amount: "8.20", currency: "EUR", date: "2026-11-28", category: "travel")
+        let staging = h.directory.at("staging")
+        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("scan-1.json")!, in: h.daemon.spoolDirectory, staging: staging)
+        try SpoolDrop.byRename(bytes, as: FileName("scan-1.jpg")!, in: h.daemon.spoolDirectory, staging: staging)
+        try waitUntil(timeout: 60, "the spool drop to be taken") { try h.daemon.list().count == 1 }
+        let id = try #require(try h.daemon.list().first?["transaction_id"]?.stringValue)
+        try h.waitUntilDrained()
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.errors.isEmpty, "\(ledger.errors)")
+        #expect(ledger.transactions.count == 1)
+        let entry = try #require(ledger.transactions(linked: id).first)
+        #expect(entry.payee == "Pharmacy" && entry.date == "2026-11-28" && entry.postings.first?.number == "8.20")
+        #expect(entry.postings.map(\.account) == ["Expenses:Travel", "Assets:Cash"])
+        let documents = ledger.documentEntries.filter { $0.filename.contains(id) }
+        #expect(documents.count == 1 && ledger.documentEntries.count == 1, "\(ledger.documentEntries.map(\.filename))")
+        #expect(documents.first?.sha256 == Hex.encode(SHA256.hash(bytes)))
+        #expect(entry.meta["document"]?.contains(id) == true, "the entry links the document")
+        #expect(try h.daemon.ctlJSON(["show", id])["state"] == "synced")
+    }
+
+    /// fava down when the expenses are added (one with a receipt), started
+    /// later on the same port: each arrives once, with its document.
+    @Test func offlineThenOnline_entriesArriveOnce() throws {
+        let h = try FavaHarness()
+        #expect(h.fava.stop() != nil, "fava stopped")
+        try h.daemon.start()
+        let bytes = SampleReceipt.jpeg(size: 5000, seed: 9)
+        SampleReceipt.write(bytes, to: h.directory.at("r.jpg"))
+        var ids = [try h.add(merchant: "Shop 0", amount: "1.00", receipt: h.directory.at("r.jpg"))]
+        for n in 1..<4 { ids.append(try h.add(merchant: "Shop \(n)", amount: "\(n + 1).00")) }
+        do {
+            try waitUntil(timeout: 30, "the daemon to find fava unreachable") { try h.daemon.ctlJSON(["status"])["server"] == "unreachable" }
+        } catch {
+            Issue.record("\(error): \(try h.daemon.ctlJSON(["status"]).serialized()) \(h.daemon.log.suffix(2000))")
+        }
+        #expect(try h.daemon.list().allSatisfy { $0["state"] != "synced" })
+        try h.fava.restart()
+        do {
+            try waitUntil(timeout: 90, "the queue to drain into fava") { try h.daemon.list().allSatisfy { $0["state"] == "synced" } }
+            try h.waitUntilDrained()
+        } catch {
+            Issue.record("\(error): \(h.daemon.log.suffix(3000))")
+        }
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.errors.isEmpty, "\(ledger.errors)")
+        #expect(ledger.transactions.count == 4)
+        for id in ids { #expect(ledger.transactions(linked: id).count == 1, "\(id)") }
+        #expect(ledger.documentEntries.count == 1)
+        #expect(ledger.documentEntries.first { $0.filename.contains(ids[0]) }?.sha256 == Hex.encode(SHA256.hash(bytes)))
     }
 
     @Test func editAndDelete_needAttentionSayingToChangeTheLedgerByHand() throws {

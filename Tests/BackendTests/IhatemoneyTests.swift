@@ -1,6 +1,7 @@
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+import Posix
 import Testing
 
 /// expensed against the real ihatemoney 7.2.1 (from the test venv), each
@@ -66,6 +67,28 @@ import Testing
         #expect(bill.what == "Pharmacy")
         #expect(bill.amount == 8.2)
         #expect(bill.date == "2026-11-28")
+    }
+
+    /// A receipt and its sidecar dropped into the spool: one bill with the
+    /// sidecar's fields, and the receipt kept locally, byte for byte.
+    @Test func spoolDropWithReceipt_makesOneBillAndKeepsTheReceipt() throws {
+        let h = try IhatemoneyHarness(spool: true)
+        try h.daemon.start()
+        let bytes = SpoolDrop.receipt(.png, tag: 12, size: 7000)
+        let fields = ExpenseFields(merchant: "Pharmacy", amount: "8.20", currency: "EUR", date: "2026-11-28")
+        let staging = h.directory.at("staging")
+        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("scan-2.json")!, in: h.daemon.spoolDirectory, staging: staging)
+        try SpoolDrop.byRename(bytes, as: FileName("scan-2.png")!, in: h.daemon.spoolDirectory, staging: staging)
+        try waitUntil(timeout: 60, "the spool drop to be taken") { try h.daemon.list().count == 1 }
+        let id = try #require(try h.daemon.list().first?["transaction_id"]?.stringValue)
+        try h.waitUntilDrained()
+        let bills = try h.bills()
+        #expect(bills.count == 1)
+        #expect(bills.first?.what == "Pharmacy" && bills.first?.amount == 8.2 && bills.first?.date == "2026-11-28")
+        #expect(bills.first?.externalLink.hasPrefix("https://expensed.invalid/t/\(id)") == true)
+        let kept = "\(h.daemon.stateDirectory)/kept-receipts/\(id).png"
+        #expect(FileManager.default.contents(atPath: kept).map(Array.init) == bytes)
+        #expect(try h.show(id)["receipt"] == "kept locally")
     }
 
     @Test func editThenDelete_changeAndRemoveTheBill() throws {
