@@ -126,5 +126,40 @@ enum Schema {
             DROP TABLE spool_intake;
             ALTER TABLE spool_intake_new RENAME TO spool_intake;
             """),
+        Migration(version: 3, sql: """
+            -- Accounts: every job and cached expense belongs to one, a local
+            -- user's name or '' (the default account, token_file's). What
+            -- was queued or cached before accounts existed is the default
+            -- account's, sent with the token it was always sent with.
+            ALTER TABLE jobs ADD COLUMN account TEXT NOT NULL DEFAULT '';
+            ALTER TABLE expenses ADD COLUMN account TEXT NOT NULL DEFAULT '';
+
+            -- The counts per state are kept per account too, on the same
+            -- page ('acct/<account>/<state>'; no user name holds a '/'), so
+            -- a person's status never scans the outbox either. An account's
+            -- rows are made by the first job that needs them.
+            DROP TRIGGER jobs_count_insert;
+            DROP TRIGGER jobs_count_delete;
+            DROP TRIGGER jobs_count_update;
+            CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs BEGIN
+                INSERT OR IGNORE INTO counters (name, value) VALUES ('acct/' || NEW.account || '/' || NEW.state, 0);
+                UPDATE counters SET value = CASE WHEN name = 'seq' THEN max(value, NEW.seq) ELSE value + 1 END
+                WHERE name IN ('seq', NEW.state, 'acct/' || NEW.account || '/' || NEW.state);
+            END;
+            CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
+                UPDATE counters SET value = value - 1 WHERE name IN (OLD.state, 'acct/' || OLD.account || '/' || OLD.state);
+            END;
+            CREATE TRIGGER jobs_count_update AFTER UPDATE OF state ON jobs WHEN OLD.state != NEW.state BEGIN
+                INSERT OR IGNORE INTO counters (name, value) VALUES ('acct/' || NEW.account || '/' || NEW.state, 0);
+                UPDATE counters SET value = value + (CASE WHEN name IN (NEW.state, 'acct/' || NEW.account || '/' || NEW.state) THEN 1 ELSE -1 END)
+                WHERE name IN (OLD.state, NEW.state, 'acct/' || OLD.account || '/' || OLD.state, 'acct/' || NEW.account || '/' || NEW.state);
+            END;
+            INSERT INTO counters (name, value) SELECT 'acct//' || state, count(*) FROM jobs GROUP BY state;
+            -- The totals `stats` shows were all the default account's
+            -- (transport failures are the server's, shown to every account).
+            INSERT INTO counters (name, value)
+                SELECT 'acct//' || name, value FROM counters
+                WHERE (name LIKE 'failures.%' OR name LIKE 'latency.%') AND name != 'failures.transport';
+            """),
     ]
 }

@@ -61,14 +61,16 @@ extension Store {
                 }
             }
             // The latency histogram takes one update per bucket, not per job.
-            var latencies: [Int: Int64] = [:]
+            var latencies: [String: Int64] = [:]
             for (answer, result) in zip(answers, results) {
                 if case .success = result, case .applied = answer.update {
-                    latencies[Store.latencyBucket(milliseconds: now - answer.job.createdMilliseconds), default: 0] += 1
+                    let bucket = "latency.\(Store.latencyBucket(milliseconds: now - answer.job.createdMilliseconds))"
+                    latencies[bucket, default: 0] += 1
+                    latencies[Store.accountCounter(answer.job.account, bucket), default: 0] += 1
                 }
             }
-            for (bucket, count) in latencies {
-                try Store.increment(db, "latency.\(bucket)", by: count)
+            for (name, count) in latencies {
+                try Store.increment(db, name, by: count)
             }
             return results
         }
@@ -86,7 +88,7 @@ extension Store {
         case .applied(let expense):
             if let expense {
                 if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
-                try Store.upsert(db, expense, now: now)
+                try Store.upsert(db, expense, account: job.account, now: now)
             }
             FaultPoints.hit("between-upsert-and-job-removal")
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
@@ -102,14 +104,14 @@ extension Store {
                 UPDATE jobs SET state = 'queued', next_attempt_at = ?, attempts = ?, transient_attempts = ?,
                     last_error = ?, last_error_class = ? WHERE seq = ?
                 """, [.integer(next), .integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
-            try Store.countFailure(db, errorClass)
+            try Store.countFailure(db, errorClass, account: job.account)
             return nil
         case .needsAttention(let attempts, let transient, let error, let errorClass):
             try db.execute("""
                 UPDATE jobs SET state = 'needs_attention', attempts = ?, transient_attempts = ?,
                     last_error = ?, last_error_class = ? WHERE seq = ?
                 """, [.integer(Int64(attempts)), .integer(Int64(transient)), .text(error), .text(errorClass), .integer(job.seq)])
-            try Store.countFailure(db, errorClass)
+            try Store.countFailure(db, errorClass, account: job.account)
             return nil
         }
     }
@@ -130,9 +132,11 @@ extension Store {
             """, [.text(name), .integer(count)])
     }
 
-    /// Counts a failure of `errorClass` in the persistent totals.
-    static func countFailure(_ db: Connection, _ errorClass: String) throws {
+    /// Counts a failure of `errorClass` in the persistent totals, and in
+    /// those of the job's account when there is one.
+    static func countFailure(_ db: Connection, _ errorClass: String, account: String? = nil) throws {
         try increment(db, "failures." + errorClass)
+        if let account { try increment(db, accountCounter(account, "failures." + errorClass)) }
     }
 
     /// Counts transport failures, which touch no job.
@@ -146,12 +150,21 @@ extension Store {
         milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
     }
 
-    /// The persistent totals: failures by class and the latency histogram.
-    public func totals() async throws -> (failures: [String: Int], latencyBuckets: [Int: Int]) {
+    /// The persistent totals: failures by class and the latency histogram,
+    /// of every account or of one. Transport failures are the server's, not
+    /// an account's: each account's totals show them all.
+    public func totals(in scope: AccountScope = .all) async throws -> (failures: [String: Int], latencyBuckets: [Int: Int]) {
         try await database.read { db in
             var failures: [String: Int] = [:]
             var buckets: [Int: Int] = [:]
-            for (name, value) in try db.query("SELECT name, value FROM counters WHERE name LIKE 'failures.%' OR name LIKE 'latency.%'", [], { ($0.string(0), $0.int(1)) }) {
+            var prefix = ""
+            if case .account(let account) = scope { prefix = Store.accountCounter(account, "") }
+            // LIKE's '_' and '%' in a user name would match more: the prefix is checked again below.
+            for (full, value) in try db.query(
+                "SELECT name, value FROM counters WHERE name LIKE ?1 || 'failures.%' OR name LIKE ?1 || 'latency.%' OR name = 'failures.transport'",
+                [.text(prefix)], { ($0.string(0), $0.int(1)) }) {
+                guard full.hasPrefix(prefix) || full == "failures.transport" else { continue }
+                let name = full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
                 if name.hasPrefix("failures.") { failures[String(name.dropFirst(9))] = value }
                 else if let bucket = Int(name.dropFirst(8)) { buckets[bucket] = value }
             }

@@ -5,13 +5,15 @@ import SQLite
 extension Store {
     /// Stores the server's version of an expense, unless the cache already
     /// holds a newer one. `transaction_id` is the primary key: one row per
-    /// expense, however many responses and refreshes overlap.
-    static func upsert(_ db: Connection, _ e: CanonicalExpense, now: Int64) throws {
+    /// expense, however many responses and refreshes overlap. `account` is
+    /// whose it is: the account whose token brought it (the server shows a
+    /// user only their own), kept as first stored.
+    static func upsert(_ db: Connection, _ e: CanonicalExpense, account: String, now: Int64) throws {
         let conflicts = ConflictValues.encode(e.conflicts)
         try db.execute("""
             INSERT INTO expenses (transaction_id, client_id, merchant, amount, currency, date, category, comment, tax_tag,
-                                  receipt_url, assigned, version, created_at, updated_at, deleted, conflict, conflicts, stored_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  receipt_url, assigned, version, created_at, updated_at, deleted, conflict, conflicts, stored_at, account)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (transaction_id) DO UPDATE SET
                 client_id = excluded.client_id, merchant = excluded.merchant, amount = excluded.amount,
                 currency = excluded.currency, date = excluded.date, category = excluded.category,
@@ -23,16 +25,18 @@ extension Store {
             """, [.text(e.transactionID), .text(e.clientID), .text(e.merchant), .text(e.amount), .text(e.currency),
                   .text(e.date), .text(e.category), .text(e.comment), .text(e.taxTag), .text(e.receiptURL),
                   .bool(e.assigned), .integer(Int64(e.version)), .text(e.createdAt), .text(e.updatedAt),
-                  .bool(e.deleted), .bool(e.conflict), .text(conflicts), .integer(now)])
+                  .bool(e.deleted), .bool(e.conflict), .text(conflicts), .integer(now), .text(account)])
     }
 
-    /// Stores one page of a refresh and the cursor after it, together.
+    /// Stores one page of a refresh with `account`'s token and the cursor
+    /// after it (each account has its own), together.
     /// - Returns: transaction ids of tombstones that arrived.
-    public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64) async throws -> [String] {
+    public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64,
+                                 account: String = AccountName.defaultName) async throws -> [String] {
         // Deferred: a lost page is fetched again from the older cursor.
         try await database.write(durability: .deferred) { db in
             for expense in expenses {
-                try Store.upsert(db, expense, now: now)
+                try Store.upsert(db, expense, account: account, now: now)
                 if expense.deleted {
                     // Deleted elsewhere: a change still waiting here cannot apply.
                     // Say so instead of dropping the user's edit silently.
@@ -44,16 +48,23 @@ extension Store {
                 }
             }
             if let cursor {
-                try db.execute("INSERT INTO settings (key, value) VALUES ('refresh_cursor', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(cursor)])
+                try db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               [.text(Store.cursorKey(account)), .text(cursor)])
             }
             return expenses.filter(\.deleted).map(\.transactionID)
         }
     }
 
-    /// Where the last refresh stopped (opaque to the client).
-    public func refreshCursor() async throws -> String? {
+    /// Where `account`'s last refresh stopped (opaque to the client).
+    public func refreshCursor(account: String = AccountName.defaultName) async throws -> String? {
         try await database.read { db in
-            try db.queryFirst("SELECT value FROM settings WHERE key = 'refresh_cursor'") { $0.string(0) }
+            try db.queryFirst("SELECT value FROM settings WHERE key = ?", [.text(Store.cursorKey(account))]) { $0.string(0) }
         }
+    }
+
+    /// The settings key of an account's cursor; the default account's is
+    /// the one of before accounts, so an upgrade goes on where it was.
+    static func cursorKey(_ account: String) -> String {
+        account == AccountName.defaultName ? "refresh_cursor" : "refresh_cursor/\(account)"
     }
 }

@@ -5,7 +5,7 @@ import SQLite
 extension Store {
     static let jobColumns = """
         seq, uuid, kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
-        receipt_file, receipt_type, receipt_size
+        receipt_file, receipt_type, receipt_size, account
         """
 
     /// A job that may be sent now: queued, due, not waiting for an earlier
@@ -28,27 +28,33 @@ extension Store {
             seq: r.int64(0), uuid: r.string(1), kind: JobKind(rawValue: r.string(2)) ?? .create, transactionID: r.string(3),
             fields: payload.fields, baseVersion: payload.baseVersion, attempts: r.int(5), transientAttempts: r.int(6),
             sends: r.int(7), createdMilliseconds: r.int64(8), receiptFile: r.optionalString(9),
-            receiptKind: r.optionalString(10).flatMap(ReceiptKind.init(rawValue:)), receiptSize: r.optionalInt64(11))
+            receiptKind: r.optionalString(10).flatMap(ReceiptKind.init(rawValue:)), receiptSize: r.optionalInt64(11),
+            account: r.string(12))
     }
 
     /// Takes up to `limit` jobs to send and marks them `sending`, in one
     /// commit. New jobs and retried ones take turns (Postfix's incoming and
     /// deferred queues), so a backlog of failing jobs never starves new ones.
-    public func claim(limit: Int, now: Int64) async throws -> [OutboxJob] {
+    /// The jobs of `paused` accounts (their token refused or missing) stay
+    /// where they are: one account's trouble holds up no other.
+    public func claim(limit: Int, now: Int64, paused: Set<String> = []) async throws -> [OutboxJob] {
+        let skip = paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))"
+        let pausedList = SQLValue.text(JSONValue.array(paused.sorted().map { .string($0) }).serialized())
+        let values: [SQLValue] = paused.isEmpty ? [.integer(now), .integer(Int64(limit))] : [.integer(now), .integer(Int64(limit)), pausedList]
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
-        try await database.write { db in
+        return try await database.write { db in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
-                WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)
+                WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)\(skip)
                 ORDER BY seq LIMIT ?2
-                """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
+                """, values, Store.outboxJob)
             let retrying = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
-                WHERE (attempts > 0 OR transient_attempts > 0) AND \(Store.eligible)
+                WHERE (attempts > 0 OR transient_attempts > 0) AND \(Store.eligible)\(skip)
                 ORDER BY next_attempt_at LIMIT ?2
-                """, [.integer(now), .integer(Int64(limit))], Store.outboxJob)
+                """, values, Store.outboxJob)
             var expenses: Set<String> = []
             let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
             try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq IN (SELECT value FROM json_each(?))",

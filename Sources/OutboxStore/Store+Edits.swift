@@ -16,9 +16,9 @@ extension Store {
     /// its last queued edit when that was never sent, else it becomes a new
     /// edit based on the cached version. A job being (or once) sent is
     /// never rewritten.
-    public func edit(ref: String, fields: ExpenseFields, now: Int64) async throws -> ExpenseView {
+    public func edit(ref: String, fields: ExpenseFields, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.write { db in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
@@ -52,9 +52,9 @@ extension Store {
     /// whole chain (create, edits, receipt job and file) and nothing is
     /// sent; otherwise queued edits and receipt uploads are dropped and one
     /// delete is queued.
-    public func delete(ref: String, now: Int64) async throws -> Deletion {
+    public func delete(ref: String, now: Int64, in scope: AccountScope = .all) async throws -> Deletion {
         let (result, files) = try await database.write { db -> (Deletion, [String]) in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
@@ -69,8 +69,8 @@ extension Store {
             let moot = jobs.filter { ($0.kind == .edit || $0.kind == .receipt) && $0.state != .sending }
             for job in moot { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)]) }
             try db.execute("""
-                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
-                VALUES (\(Store.nextSeq), ?, 'delete', ?, '{}', ?)
+                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
+                VALUES (\(Store.nextSeq), ?1, 'delete', ?2, '{}', ?3, \(Store.accountOf(2)))
                 """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
             return (Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile))
         }
@@ -81,9 +81,9 @@ extension Store {
     /// Settles a conflict flagged by the server: sends, at the cached
     /// version, either the server's values (`takeMine: false`) or the ones
     /// this device sent, for every conflicted field.
-    public func resolve(ref: String, takeMine: Bool, now: Int64) async throws -> ExpenseView {
+    public func resolve(ref: String, takeMine: Bool, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.write { db in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             guard let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first,
                   cached.conflict, !cached.conflicts.isEmpty else {
                 throw StoreError(.invalidState, "\(transactionID) has no conflict to resolve")
@@ -146,8 +146,8 @@ extension Store {
     static func insertEdit(_ db: Connection, transactionID: String, fields: ExpenseFields, baseVersion: Int, now: Int64) throws {
         let payload = try JobPayload.encode(fields: fields, baseVersion: baseVersion)
         try db.execute("""
-            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
-            VALUES (\(Store.nextSeq), ?, 'edit', ?, ?, ?)
+            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
+            VALUES (\(Store.nextSeq), ?1, 'edit', ?2, ?3, ?4, \(Store.accountOf(2)))
             """, [.text(ClientID.make()), .text(transactionID), .text(payload), .integer(now)])
     }
 }

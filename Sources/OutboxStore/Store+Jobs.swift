@@ -19,15 +19,21 @@ extension Store {
     /// The same `clientID` again returns the existing expense instead of a
     /// second one: a client whose answer was lost can retry safely. The
     /// staged receipt of such a retry is removed.
-    public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64) async throws -> EnqueueResult {
+    ///
+    /// `account` is whose expense it is: every job of it is sent with that
+    /// account's token. A client id already used by another account is
+    /// refused as unknown, without saying whose it is.
+    public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
+                              account: String = AccountName.defaultName) async throws -> EnqueueResult {
         try await withCheckedThrowingContinuation { continuation in
-            enqueueCreate(fields: fields, clientID: clientID, receipt: receipt, now: now) { continuation.resume(with: $0) }
+            enqueueCreate(fields: fields, clientID: clientID, receipt: receipt, now: now, account: account) { continuation.resume(with: $0) }
         }
     }
 
-    /// ``enqueueCreate(fields:clientID:receipt:now:)`` without waiting:
+    /// ``enqueueCreate(fields:clientID:receipt:now:account:)`` without waiting:
     /// `completion` runs on the store's thread once the commit returned.
     public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
+                              account: String = AccountName.defaultName,
                               completion: @escaping @Sendable (Result<EnqueueResult, Error>) -> Void) {
         let transactionID = TransactionID.derive(from: clientID)
         let payload: String
@@ -39,15 +45,18 @@ extension Store {
         }
         database.write({ db in
             // The transaction id derives from the client id, so its index finds a retried add.
-            let known = try db.scalarInt(
-                "SELECT (SELECT count(*) FROM jobs WHERE transaction_id = ?1 AND kind = 'create') + (SELECT count(*) FROM expenses WHERE transaction_id = ?1)",
-                [.text(transactionID)]) ?? 0
-            if known > 0 {
+            let owners = try db.query(
+                "SELECT account FROM jobs WHERE transaction_id = ?1 AND kind = 'create' UNION SELECT account FROM expenses WHERE transaction_id = ?1",
+                [.text(transactionID)]) { $0.string(0) }
+            if !owners.isEmpty {
+                guard owners == [account] else {
+                    throw StoreError(.invalidState, "client_id \(clientID) is already used by another expense; send a new one")
+                }
                 let receiptKnown = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND kind = 'receipt'", [.text(transactionID)]) ?? 0
                 let state = try Store.view(db, transactionID: transactionID)?.state ?? .synced
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0, state: state)
             }
-            try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
+            try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
             return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
         }, completion: { [receipts] result in
             // A receipt copy that did not become (or was already) a job goes.
@@ -59,28 +68,28 @@ extension Store {
     /// Inserts a create job, and its receipt job when a receipt was staged,
     /// inside the caller's transaction.
     static func insertCreate(_ db: Connection, clientID: String, transactionID: String, payload: String,
-                             receipt: StagedReceipt?, now: Int64) throws {
+                             receipt: StagedReceipt?, now: Int64, account: String) throws {
         try db.execute("""
-            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at)
-            VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?)
-            """, [.text(clientID), .text(transactionID), .text(payload), .integer(now)])
+            INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
+            VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?, ?)
+            """, [.text(clientID), .text(transactionID), .text(payload), .integer(now), .text(account)])
         if let receipt {
             try db.execute("""
-                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size)
-                VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?)
+                INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, account)
+                VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?, ?)
                 """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
-                      .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
+                      .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(account)])
         }
     }
 
     /// Every expense to show: the cache with pending work folded on top,
     /// oldest first (by the server's creation time once synced, by the
     /// device's before), so the order holds while expenses sync.
-    public func views() async throws -> [ExpenseView] {
+    public func views(in scope: AccountScope = .all) async throws -> [ExpenseView] {
         try await database.read { db in
-            let cached = try Store.cachedExpenses(db, where: "1", [])
+            let cached = try Store.cachedExpenses(db, where: Store.inScope(1), [scope.sqlValue])
             var jobs: [String: [PendingJob]] = [:]
-            for (transactionID, job) in try Store.pendingJobs(db, where: "1", []) {
+            for (transactionID, job) in try Store.pendingJobs(db, where: Store.inScope(1), [scope.sqlValue]) {
                 jobs[transactionID, default: []].append(job)
             }
             var keyed: [(Int64, String, ExpenseView)] = []
@@ -102,9 +111,9 @@ extension Store {
     }
 
     /// One expense with its pending jobs, by a reference a person typed.
-    public func view(ref: String) async throws -> ExpenseView {
+    public func view(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.read { db in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
@@ -119,18 +128,19 @@ extension Store {
     }
 
     /// Resolves a transaction id, a create's client UUID, or a unique prefix
-    /// of either, to a transaction id.
-    static func resolve(_ db: Connection, ref: String) throws -> String {
+    /// of either, to a transaction id, among the expenses of `scope`: one
+    /// of another account is not found, as if it did not exist.
+    static func resolve(_ db: Connection, ref: String, in scope: AccountScope) throws -> String {
         // Ids are ASCII below 0x7F, so [ref, ref + DEL) holds exactly the
         // strings that start with ref, and each branch can use an index.
         let low = SQLValue.text(ref), high = SQLValue.text(ref + "\u{7F}")
         let matches = try db.query("""
-            SELECT transaction_id FROM jobs WHERE transaction_id >= ?1 AND transaction_id < ?2
-            UNION SELECT transaction_id FROM jobs WHERE kind = 'create' AND uuid >= ?1 AND uuid < ?2
-            UNION SELECT transaction_id FROM expenses WHERE transaction_id >= ?1 AND transaction_id < ?2
-            UNION SELECT transaction_id FROM expenses WHERE client_id >= ?1 AND client_id < ?2
+            SELECT transaction_id FROM jobs WHERE transaction_id >= ?1 AND transaction_id < ?2 AND \(inScope(3))
+            UNION SELECT transaction_id FROM jobs WHERE kind = 'create' AND uuid >= ?1 AND uuid < ?2 AND \(inScope(3))
+            UNION SELECT transaction_id FROM expenses WHERE transaction_id >= ?1 AND transaction_id < ?2 AND \(inScope(3))
+            UNION SELECT transaction_id FROM expenses WHERE client_id >= ?1 AND client_id < ?2 AND \(inScope(3))
             LIMIT 2
-            """, [low, high]) { $0.string(0) }
+            """, [low, high, scope.sqlValue]) { $0.string(0) }
         if matches.count > 1 { throw StoreError(.ambiguous, "'\(ref)' matches more than one expense; give more characters") }
         guard let match = matches.first else { throw StoreError(.notFound, "no expense matches '\(ref)'") }
         return match
@@ -140,9 +150,9 @@ extension Store {
     /// in the queue with fresh budgets, to be sent now; not those that can
     /// never apply (``AttentionHint/canRetry(errorClass:)``), which wait
     /// for `discard`.
-    public func retry(ref: String) async throws -> ExpenseView {
+    public func retry(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.write { db in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
             if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
             let held = try db.query("SELECT seq, last_error_class FROM jobs WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')",
@@ -167,9 +177,9 @@ extension Store {
     /// Removes all pending work of an expense, and its receipt files once
     /// that removal has committed. What the server already has stays.
     /// - Returns: the transaction id and how many jobs were removed.
-    public func discard(ref: String) async throws -> (transactionID: String, removed: Int) {
+    public func discard(ref: String, in scope: AccountScope = .all) async throws -> (transactionID: String, removed: Int) {
         let (transactionID, files, removed) = try await database.write { db in
-            let transactionID = try Store.resolve(db, ref: ref)
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0
             if sending > 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now; try again when the request finishes") }
             let files = try db.query("SELECT receipt_file FROM jobs WHERE transaction_id = ? AND receipt_file IS NOT NULL", [.text(transactionID)]) { $0.string(0) }
@@ -185,25 +195,33 @@ extension Store {
     }
 
     /// Counts per state and the oldest job's age, without scanning the outbox.
-    public func summary() async throws -> QueueSummary {
-        try await database.read { db in try Store.summary(db) }
+    /// `scope`: one account's queue (from its own counters), or everyone's.
+    public func summary(in scope: AccountScope = .all) async throws -> QueueSummary {
+        try await database.read { db in try Store.summary(db, scope: scope) }
     }
 
     /// The SQL expression for the next sequence number: never reused, even
     /// when the job that had the last one is gone.
     static let nextSeq = "(SELECT value + 1 FROM counters WHERE name = 'seq')"
 
-    static func summary(_ db: Connection) throws -> QueueSummary {
+    static func summary(_ db: Connection, scope: AccountScope) throws -> QueueSummary {
         var summary = QueueSummary()
-        for (state, n) in try db.query("SELECT name, value FROM counters", [], { ($0.string(0), $0.int(1)) }) {
-            switch JobState(rawValue: state) {
-            case .queued: summary.queued = n
-            case .sending: summary.sending = n
-            case .needsAttention: summary.needsAttention = n
-            case nil: break
+        switch scope {
+        case .all:
+            for (state, n) in try db.query("SELECT name, value FROM counters WHERE name IN ('queued', 'sending', 'needs_attention')", [],
+                                           { ($0.string(0), $0.int(1)) }) {
+                summary.count(state: state, n)
+            }
+            summary.oldestJobMilliseconds = try db.scalarInt("SELECT created_at FROM jobs ORDER BY seq LIMIT 1")
+        case .account(let account):
+            let names = ["queued", "sending", "needs_attention"].map { SQLValue.text(accountCounter(account, $0)) }
+            for (name, n) in try db.query("SELECT name, value FROM counters WHERE name IN (?, ?, ?)", names, { ($0.string(0), $0.int(1)) }) {
+                summary.count(state: String(name.dropFirst(accountCounter(account, "").count)), n)
+            }
+            if summary.queued + summary.sending + summary.needsAttention > 0 {
+                summary.oldestJobMilliseconds = try oldestJob(db, account: account)
             }
         }
-        summary.oldestJobMilliseconds = try db.scalarInt("SELECT created_at FROM jobs ORDER BY seq LIMIT 1")
         return summary
     }
 

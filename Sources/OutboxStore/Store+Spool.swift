@@ -62,13 +62,14 @@ extension Store {
     /// Queues an expense made from spool files, and records those files in
     /// `spool_intake`, in one transaction: once it has committed, the files
     /// are a job, and a crash before their removal never makes a second one.
+    /// `account` is the files' owner's.
     package func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?,
-                            files: [SpoolIntakeRecord], now: Int64) async throws -> EnqueueResult {
+                            files: [SpoolIntakeRecord], now: Int64, account: String = AccountName.defaultName) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
         do {
             try await database.write { db in
-                try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now)
+                try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
                 for file in files {
                     try db.execute("""
                         INSERT INTO spool_intake (taken_name, name, device, inode, size, modified, changed, digest, client_id, taken_at)
