@@ -24,6 +24,8 @@ public struct ControlErrorCode: RawRepresentable, Sendable, Hashable, CustomStri
     public static let tooManyConnections = Self(rawValue: "too_many_connections")
     public static let idleTimeout = Self(rawValue: "idle_timeout")
     public static let permissionDenied = Self(rawValue: "permission_denied")
+    /// The caller has no account: no file in `accounts_dir`, and no `token_file` for callers without one.
+    public static let noAccount = Self(rawValue: "no_account")
     public static let storageFailed = Self(rawValue: "storage_failed")
     public static let shuttingDown = Self(rawValue: "shutting_down")
     public static let conflict = Self(rawValue: "conflict")

@@ -24,7 +24,8 @@ extension ControlRequest {
             return .failure(ControlFailure(.invalidField, "id must be a string or a number, got \(id.typeName)", field: "id"))
         }
         do {
-            return .success(ControlRequest(id: id, command: try command(from: Fields(members))))
+            let fields = Fields(members)
+            return .success(ControlRequest(id: id, command: try command(from: fields), accounts: try accounts(from: fields)))
         } catch var failure {
             failure.id = id
             return .failure(failure)
@@ -106,6 +107,22 @@ extension ControlRequest {
         }
     }
 
+    /// `account` (a string: a user name, or "" for the default account) or
+    /// `all_accounts` (true), at most one of them; who may use them is the
+    /// daemon's to decide, knowing the peer.
+    private static func accounts(from f: Fields) throws(ControlFailure) -> AccountSelection {
+        let account = try f.optionalString("account")
+        let all = try f.optionalBool("all_accounts") ?? false
+        if let account {
+            if all { throw ControlFailure(.invalidField, "account and all_accounts exclude each other", field: "all_accounts") }
+            guard account.utf8.count <= 255, !account.contains("/"), !account.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw ControlFailure(.invalidField, "account must be a user name (at most 255 bytes, no '/' or control characters)", field: "account")
+            }
+            return .account(account)
+        }
+        return all ? .all : .caller
+    }
+
     /// Reads an object of expense fields, each a string, or null to clear it
     /// (for an add, the same as leaving it out).
     private static func expenseFields(_ value: JSONValue?, field: String, required: Bool) throws(ControlFailure) -> ExpenseFields {
@@ -136,8 +153,11 @@ private struct Fields {
     let members: [String: JSONValue]
     init(_ members: [String: JSONValue]) { self.members = members }
 
+    /// Members every op takes.
+    static let everyOp: Set<String> = ["id", "op", "account", "all_accounts"]
+
     func allow(_ names: Set<String>) throws(ControlFailure) {
-        for key in members.keys.sorted() where key != "id" && key != "op" && !names.contains(key) {
+        for key in members.keys.sorted() where !Self.everyOp.contains(key) && !names.contains(key) {
             throw ControlFailure(.unknownField, "unknown field '\(key.prefix(64))'", field: String(key.prefix(64)))
         }
     }

@@ -6,10 +6,25 @@ public struct ControlRequest: Sendable, Equatable {
     /// Echoed in the response: a string, a number, or null.
     public let id: JSONValue
     public let command: Command
+    /// Whose expenses it acts on: the caller's own, unless root or an
+    /// `admin_group` member names an account (`account`) or asks for every
+    /// account (`all_accounts`), members any op takes.
+    public let accounts: AccountSelection
 
-    public init(id: JSONValue, command: Command) {
+    public init(id: JSONValue, command: Command, accounts: AccountSelection = .caller) {
         self.id = id
         self.command = command
+        self.accounts = accounts
+    }
+
+    /// Whose expenses a request asks for.
+    public enum AccountSelection: Sendable, Equatable {
+        /// The caller's own account (from who the peer is).
+        case caller
+        /// One named account (`"account": NAME`; `""` is the default account).
+        case account(String)
+        /// Every account (`"all_accounts": true`).
+        case all
     }
 
     public enum Command: Sendable, Equatable {
@@ -54,6 +69,11 @@ public struct ControlRequest: Sendable, Equatable {
     /// this request (the fields as they are, so normalized ones stay so).
     public var json: JSONValue {
         var members: [String: JSONValue] = ["id": id, "op": .string(command.operation.rawValue)]
+        switch accounts {
+        case .caller: break
+        case .account(let name): members["account"] = .string(name)
+        case .all: members["all_accounts"] = true
+        }
         switch command {
         case .add(let fields, let clientID, let hasReceipt):
             members["expense"] = .object(fields.jsonMembers)

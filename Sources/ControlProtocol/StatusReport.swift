@@ -12,6 +12,45 @@ public struct StatusReport: ControlResult, Equatable {
     public var deviceID: String
     /// Present when a server is configured.
     public var contact: ServerContact?
+    /// With accounts: the one account the summary is of (nil for every account's).
+    public var account: String?
+    /// With accounts, to root and `admin_group` asking for every account:
+    /// each account's queue and credentials.
+    public var accounts: [AccountState]?
+
+    /// One account's part, in `status` to those who may see every account.
+    public struct AccountState: Sendable, Equatable {
+        public var account: String
+        /// Its queue; `server` is `needs_credentials` while it is paused.
+        public var summary: QueueSummary
+        /// Why its token cannot be used (missing, unreadable, mode), when it cannot.
+        public var tokenProblem: String?
+
+        public init(account: String, summary: QueueSummary, tokenProblem: String?) {
+            self.account = account
+            self.summary = summary
+            self.tokenProblem = tokenProblem
+        }
+
+        var json: JSONValue {
+            var object = summary.members
+            object["spool_rejected"] = nil
+            object["account"] = .string(account)
+            object["token_problem"] = .string(tokenProblem)
+            return .object(object)
+        }
+
+        init(_ value: JSONValue, path: String) throws(ControlDecodingError) {
+            let m = try Members(value, path: path)
+            var summary = QueueSummary()
+            summary.queued = try m.int("queued")
+            summary.sending = try m.int("sending")
+            summary.needsAttention = try m.int("needs_attention")
+            summary.oldestJobMilliseconds = try m.nullableTimestamp("oldest_job_at")
+            summary.server = try m.choice("server", QueueSummary.ServerState.self)
+            self.init(account: try m.string("account"), summary: summary, tokenProblem: try m.nullableString("token_problem"))
+        }
+    }
 
     /// The server's record as of the last contact (docs/control-protocol.md,
     /// "The server's state"); `summary.server` says what it is now.
@@ -47,6 +86,8 @@ public struct StatusReport: ControlResult, Equatable {
         object["state_dir"] = .string(stateDirectory)
         object["spool_dir"] = .string(spoolDirectory)
         object["device_id"] = .string(deviceID)
+        if let account { object["account"] = .string(account) }
+        if let accounts { object["accounts"] = .array(accounts.map(\.json)) }
         if let contact {
             object["last_contact_at"] = timestampJSON(contact.lastContactMilliseconds)
             object["last_error_class"] = .string(contact.lastErrorClass)
@@ -67,5 +108,10 @@ public struct StatusReport: ControlResult, Equatable {
         self.init(summary: try QueueSummary(m), line: try m.string("line"), serverURL: try m.nullableString("server_url"),
                   stateDirectory: try m.string("state_dir"), spoolDirectory: try m.nullableString("spool_dir"),
                   deviceID: try m.string("device_id"), contact: contact)
+        if m.value("account") != nil { account = try m.string("account") }
+        if let list = m.value("accounts") {
+            guard case .array(let items) = list else { throw ControlDecodingError(path: "result.accounts", "must be an array") }
+            accounts = try items.enumerated().map { (index, item) throws(ControlDecodingError) in try AccountState(item, path: "result.accounts[\(index)]") }
+        }
     }
 }

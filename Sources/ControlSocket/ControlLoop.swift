@@ -16,7 +16,7 @@ final class ControlLoop {
     /// After `accept` ran out of descriptors, the listener rests until then.
     var acceptPausedUntil: UInt64 = 0
     /// The newest summary published for watchers, and its version.
-    var newestSummary: (summary: QueueSummary, version: Int)?
+    var newestSummary: (summaries: [AccountScope: QueueSummary], version: Int)?
 
     final class Connection {
         let id: ConnectionID
@@ -33,6 +33,8 @@ final class ControlLoop {
         var output: [UInt8] = []
         var inFlight = false
         var watchID: JSONValue?
+        /// Whose queue a watcher follows.
+        var watchScope = AccountScope.all
         /// Asked to watch; counted as a watcher from then on, so no change
         /// goes unpublished while its first answer is being made.
         var watchPending = false
@@ -121,22 +123,23 @@ final class ControlLoop {
     /// when the loop should end right away.
     private func handleWakeup() -> Bool {
         server.wakeup.drain()
-        let (responses, summary, version, stopping, pings) = server.shared.withLock { s in
+        let (responses, summaries, version, stopping, pings) = server.shared.withLock { s in
             defer { s.responses = []; s.pings = [] }
-            return (s.responses, s.summary, s.summaryVersion, s.stopping, s.pings)
+            return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings)
         }
         for (id, line, action) in responses {
             guard let connection = connections[id] else { continue }
             connection.queue(line)
             connection.inFlight = false
             connection.lastActivity = Clock.monotonicNanoseconds
-            if case .watch(let watchID, let seen) = action {
+            if case .watch(let watchID, let seen, let scope) = action {
                 connection.watchID = watchID
+                connection.watchScope = scope
                 connection.watchPending = false
                 connection.sentSummaryVersion = seen
             }
         }
-        if let summary { newestSummary = (summary, version) }
+        if version > 0 { newestSummary = (summaries, version) }
         for ping in pings { ping() }
         // Lines that arrived while a request was in flight are waiting in
         // the buffer; no poll event will announce them again.
@@ -163,8 +166,11 @@ final class ControlLoop {
     /// the last summary came would otherwise never get it (`sync --wait`
     /// missed a refusal that way and waited out its timeout).
     private func offerNewestSummary() {
-        guard let (summary, version) = newestSummary else { return }
+        guard let (summaries, version) = newestSummary else { return }
         for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
+            // A version without this watcher's scope (published before it
+            // was first watched) has nothing for it: the next one will.
+            guard let summary = summaries[connection.watchScope] else { continue }
             connection.send(ControlResponse(id: connection.watchID ?? .null, summary).json)
             connection.sentSummaryVersion = version
             flush(connection)

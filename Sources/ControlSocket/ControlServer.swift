@@ -26,7 +26,8 @@ public final class ControlServer: Sendable {
 
     struct SharedState: ~Copyable {
         var responses: [(ConnectionID, [UInt8], ResponseAction)] = []
-        var summary: QueueSummary?
+        /// The newest summary of each scope watched.
+        var summaries: [AccountScope: QueueSummary] = [:]
         var summaryVersion = 0
         var stopping = false
         var pings: [@Sendable () -> Void] = []
@@ -71,8 +72,14 @@ public final class ControlServer: Sendable {
     /// Makes `summary` the newest state for every `watch` connection. A
     /// watcher that has not read the previous one skips to this one.
     public func publish(summary: QueueSummary) {
+        publish(summaries: [.all: summary])
+    }
+
+    /// Makes each summary the newest state for the `watch` connections of
+    /// its scope (each person follows their own account's queue).
+    public func publish(summaries: [AccountScope: QueueSummary]) {
         shared.withLock {
-            $0.summary = summary
+            $0.summaries = summaries
             $0.summaryVersion += 1
         }
         wakeup.signal()

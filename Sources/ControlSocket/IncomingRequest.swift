@@ -20,6 +20,7 @@ public enum ResponseAction: Sendable {
     case next
     /// Stream queue summaries on this connection from now on (`watch`).
     /// `seenVersion` is the published version current when the answered
-    /// summary was read: anything published later is sent too.
-    case watch(id: JSONValue, seenVersion: Int)
+    /// summary was read: anything published later is sent too. `scope` is
+    /// whose queue it follows (a person's own account, or every account).
+    case watch(id: JSONValue, seenVersion: Int, scope: AccountScope = .all)
 }

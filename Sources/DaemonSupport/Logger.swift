@@ -35,11 +35,13 @@ public final class Logger: Sendable {
     }
 
     /// Logs one line. When it is about an expense, `transactionID` is both
-    /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the message.
+    /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the
+    /// message; `account`, its account, is the field `EXPENSE_ACCOUNT`
+    /// (empty for the default account).
     /// The message is built only when its priority is logged (some debug
     /// lines are per request).
     public func log(_ priority: Priority, _ message: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil,
-                    messageID: MessageID? = nil) {
+                    account: String? = nil, messageID: MessageID? = nil) {
         guard priority <= threshold else { return }
         let text = (transactionID.map { "\($0): " } ?? "") + message()
         if toJournal {
@@ -48,6 +50,7 @@ public final class Logger: Sendable {
             ]
             if let transactionID { entry.append(("EXPENSE_TRANSACTION_ID", transactionID)) }
             if let jobUUID { entry.append(("EXPENSE_JOB_UUID", jobUUID)) }
+            if let account { entry.append(("EXPENSE_ACCOUNT", account)) }
             if let messageID { entry.append(("MESSAGE_ID", messageID.rawValue)) }
             if Journal.send(entry) { return }
         }
@@ -55,20 +58,24 @@ public final class Logger: Sendable {
         StandardStreams.writeErrorLine("\(prefixes ? "<\(priority.rawValue)>" : "")\(text.escapingControlCharacters())")
     }
 
-    public func error(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.error, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func error(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil,
+                      messageID: MessageID? = nil) {
+        log(.error, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
     }
-    public func warning(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.warning, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func warning(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil,
+                      messageID: MessageID? = nil) {
+        log(.warning, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
     }
-    public func notice(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.notice, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func notice(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil,
+                      messageID: MessageID? = nil) {
+        log(.notice, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
     }
-    public func info(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, messageID: MessageID? = nil) {
-        log(.info, m(), transactionID: transactionID, jobUUID: jobUUID, messageID: messageID)
+    public func info(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil,
+                      messageID: MessageID? = nil) {
+        log(.info, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
     }
-    public func debug(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil) {
-        log(.debug, m(), transactionID: transactionID, jobUUID: jobUUID)
+    public func debug(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil) {
+        log(.debug, m(), transactionID: transactionID, jobUUID: jobUUID, account: account)
     }
 }
 

@@ -1,3 +1,4 @@
+import ControlProtocol
 import ExpenseCore
 
 /// A subcommand: what it is called, what it takes, and what it does. One
@@ -60,6 +61,8 @@ struct Invocation: Sendable {
 let globalOptions = OptionTable([
     CommandOption("--socket", valueName: "PATH", help: "expensed's control socket (default $EXPENSED_SOCKET, else /run/expensed/control.sock)"),
     CommandOption("--json", valueName: nil, help: "print JSON instead of text"),
+    CommandOption("--account", valueName: "NAME", help: "act on NAME's account ('' for the default one): root and admin_group only"),
+    CommandOption("--all-accounts", valueName: nil, help: "act on every account: root and admin_group only"),
     CommandOption("-h, --help", valueName: nil, help: "show help"),
 ])
 
@@ -68,7 +71,7 @@ let versionOption = CommandOption("--version", valueName: nil, help: "show the v
 
 /// What the whole command line asked for.
 enum ParsedCommandLine {
-    case run(Subcommand, Invocation, socket: String?, json: Bool)
+    case run(Subcommand, Invocation, socket: String?, json: Bool, accounts: ControlRequest.AccountSelection)
     case help(String)
     case version
 }
@@ -78,6 +81,8 @@ enum ParsedCommandLine {
 func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHelp: String) throws(UsageError) -> ParsedCommandLine {
     var socket: String?
     var json = false
+    var account: String?
+    var allAccounts = false
     var subcommand: Subcommand?
     var invocation = Invocation()
     var wantsHelp = false
@@ -108,11 +113,14 @@ func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHel
             case "--version": return .version
             case "-h, --help": wantsHelp = true
             case "--json": json = true
+            case "--all-accounts": allAccounts = true
             default: invocation.flags.insert(option.name)
             }
         case .option(let option, let value?):
             if option.name == "--socket" {
                 socket = value.shown
+            } else if option.name == "--account" {
+                account = value.shown
             } else {
                 invocation.values[option.name] = value.shown
                 if option.kind == .path { invocation.paths[option.name] = value.bytes }
@@ -128,5 +136,6 @@ func parseCommandLine(_ arguments: [Argument], subcommands: [Subcommand], topHel
     if invocation.positional.count > subcommand.arguments.count {
         throw fail("unexpected argument \(LogText.quoted(invocation.positional[subcommand.arguments.count], limit: 64))")
     }
-    return .run(subcommand, invocation, socket: socket, json: json)
+    if account != nil && allAccounts { throw fail("--account and --all-accounts exclude each other") }
+    return .run(subcommand, invocation, socket: socket, json: json, accounts: account.map { .account($0) } ?? (allAccounts ? .all : .caller))
 }

@@ -6,8 +6,9 @@ import Posix
 struct Context: Sendable {
     let socketPath: String
     let json: Bool
+    var accounts = ControlRequest.AccountSelection.caller
 
-    func connect() throws -> ControlClient { try ControlClient(socketPath: socketPath) }
+    func connect() throws -> ControlClient { try ControlClient(socketPath: socketPath, accounts: accounts) }
 
     /// Prints `result` as the daemon sent it (decoded, then encoded again:
     /// the same JSON), for scripts.

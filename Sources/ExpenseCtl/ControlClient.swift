@@ -14,12 +14,15 @@ struct ClientError: Error, CustomStringConvertible {
 /// One connection to expensed's control socket: JSON lines each way.
 final class ControlClient {
     let socketPath: String
+    /// Whose expenses every request asks for (`--account`, `--all-accounts`).
+    let accounts: ControlRequest.AccountSelection
     private var socket: FileDescriptor
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 1
 
-    init(socketPath: String) throws {
+    init(socketPath: String, accounts: ControlRequest.AccountSelection = .caller) throws {
         self.socketPath = socketPath
+        self.accounts = accounts
         socket = try Self.connect(socketPath)
     }
 
@@ -76,7 +79,7 @@ final class ControlClient {
 
     /// Sends one request without waiting for the answer.
     func send(_ command: ControlRequest.Command, passing descriptor: FileDescriptor? = nil) throws {
-        let request = ControlRequest(id: .integer(nextID), command: command)
+        let request = ControlRequest(id: .integer(nextID), command: command, accounts: accounts)
         nextID += 1
         var line = request.json.serializedBytes()
         line.append(0x0A)

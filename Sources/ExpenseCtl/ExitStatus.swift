@@ -12,7 +12,7 @@ extension ExitStatus {
             self = .dataError
         case .notFound, .ambiguousID, .invalidState, .conflict:
             self = .refused
-        case .permissionDenied:
+        case .permissionDenied, .noAccount:
             self = .noPermission
         case .tooManyConnections, .shuttingDown, .idleTimeout:
             self = .tempFailure

@@ -49,9 +49,9 @@ public enum ExpenseCtl {
         case .version:
             Output.out("expensectl \(version)")
             return 0
-        case .run(let subcommand, let invocation, let socket, let json):
+        case .run(let subcommand, let invocation, let socket, let json, let accounts):
             do {
-                let context = Context(socketPath: try socketPath(option: socket), json: json)
+                let context = Context(socketPath: try socketPath(option: socket), json: json, accounts: accounts)
                 return try subcommand.run(invocation, context).rawValue
             } catch let error as ClientError {
                 Output.error("expensectl: \(error.message)")

@@ -16,8 +16,19 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         ("Oldest job", Output.text(summary.oldestJobMilliseconds.map { Timestamp.format(milliseconds: $0) })),
         ("Server", serverText(report)),
     ]
+    if let account = report.account { lines.insert(("Account", AccountName.displayName(account).escapingControlCharacters()), at: 0) }
     if summary.server == .needsCredentials {
-        lines.append(("Credentials", "needed: the server refused the token; fix the token file, then run 'expensectl sync'"))
+        let which = report.accounts.map { accounts in
+            " of " + accounts.filter { $0.summary.server == .needsCredentials }.map { AccountName.displayName($0.account).escapingControlCharacters() }.joined(separator: ", ")
+        } ?? ""
+        lines.append(("Credentials", "needed: the server refused the token\(which); fix the token file, then run 'expensectl sync'"))
+    }
+    for state in report.accounts ?? [] {
+        let queue = state.summary
+        var text = "\(queue.queued) queued, \(queue.sending) sending, \(queue.needsAttention) need attention; "
+        text += queue.server == .needsCredentials ? "paused, needs credentials" : state.tokenProblem == nil ? "credentials ok" : "no usable token"
+        if let problem = state.tokenProblem { text += " (\(problem.escapingControlCharacters()))" }
+        lines.append(("Account " + AccountName.displayName(state.account).escapingControlCharacters(), text))
     }
     if report.serverURL != nil {
         lines.append(("Last contact", report.contact?.lastContactMilliseconds.map(timeText) ?? "never since the daemon started"))

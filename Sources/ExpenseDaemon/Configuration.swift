@@ -11,6 +11,10 @@ public struct Configuration: Sendable, Equatable {
     public var spoolDirectory: String? = "/var/spool/expensed"
     public var serverURL: String?
     public var tokenFile: String?
+    /// One token file per local user name: each user's own account.
+    public var accountsDirectory: String?
+    /// Members of this group (and root) may act on every account.
+    public var adminGroup: String?
     /// Members of this group may use the control socket (besides root and the daemon's user).
     public var controlGroup: String?
     public var receiptMaxBytes = 25 * 1024 * 1024
@@ -57,6 +61,8 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "server", flag: "--server", valueName: "URL", help: "base URL of the expense server, or 'none' to queue only (default none)") { c, v throws(ConfigurationError) in c.serverURL = v == "none" ? nil : try url(v) },
         Key(name: "ca_file", flag: "--ca-file", valueName: "FILE", help: "PEM certificate authorities to trust for an https:// server, instead of the system's") { c, v throws(ConfigurationError) in c.caFile = try path(v) },
         Key(name: "token_file", flag: "--token-file", valueName: "FILE", help: "file holding the bearer token (default: $CREDENTIALS_DIRECTORY/token)") { c, v throws(ConfigurationError) in c.tokenFile = try path(v) },
+        Key(name: "accounts_dir", flag: "--accounts-dir", valueName: "DIR", help: "one token file per local user name, each user's own account") { c, v throws(ConfigurationError) in c.accountsDirectory = try path(v) },
+        Key(name: "admin_group", flag: "--admin-group", valueName: "GROUP", help: "group whose members may act on every account (--account, --all-accounts)") { c, v throws(ConfigurationError) in c.adminGroup = try nonEmpty(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },

@@ -17,6 +17,8 @@ final class ControlHandler: Sendable {
     let receiptCopies = BlockingExecutor(label: "receipt-copy")
     /// The sync engine; nil when no server is configured.
     let drainer: Drainer?
+    /// Whose expenses each caller's requests are.
+    let callers: CallerAccounts
 
     /// What the operations need to know of the configuration.
     struct Settings: Sendable, Equatable {
@@ -27,7 +29,9 @@ final class ControlHandler: Sendable {
         var spoolDirectory: String?
     }
 
-    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?) {
+    init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
+         callers: CallerAccounts) {
+        self.callers = callers
         self.store = store
         self.server = server
         self.publisher = publisher
@@ -59,11 +63,14 @@ final class ControlHandler: Sendable {
         do {
             switch incoming.request.command {
             case .watch:
-                // The version before the read: a summary published meanwhile
-                // may be newer than the one answered, so it is sent as well.
+                let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
+                // Published from now on; then the version before the read: a
+                // summary published meanwhile may be newer than the one
+                // answered, so it is sent as well.
+                publisher.watch(scope)
                 let seen = server.publishedVersion()
-                let summary = try await publisher.current()
-                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen))
+                let summary = try await publisher.current(scope)
+                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope))
             default:
                 return (ControlResponse(id: id, try await perform(incoming)), .next)
             }
@@ -77,10 +84,18 @@ final class ControlHandler: Sendable {
     /// thread hand-offs fewer than through a task. Everything else declines.
     func answerDirectly(_ incoming: IncomingRequest) -> Bool {
         guard case .add(let fields, let clientID, false) = incoming.request.command else { return false }
-        store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(), receipt: nil, now: Clock.wallMilliseconds) { [self] result in
+        let account: String
+        do {
+            account = try addAccount(incoming)
+        } catch {
+            server.respond(to: incoming.connection, .failure(failure(error, incoming)))
+            return true
+        }
+        store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(), receipt: nil, now: Clock.wallMilliseconds,
+                            account: account) { [self] result in
             switch result {
             case .success(let result):
-                server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, added(result)))
+                server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, added(result, account: account)))
             case .failure(let error):
                 server.respond(to: incoming.connection, .failure(failure(error, incoming)))
             }
@@ -123,50 +138,68 @@ final class ControlHandler: Sendable {
         }
     }
 
+    /// The one account an add files its expense under.
+    private func addAccount(_ incoming: IncomingRequest) throws -> String {
+        switch try callers.scope(for: incoming.peer, incoming.request.accounts) {
+        case .account(let account):
+            return account
+        case .all where incoming.request.accounts == .all:
+            throw ControlFailure(.invalidField, "an expense is added to one account: name it with account, not all_accounts", field: "all_accounts")
+        case .all:
+            throw ControlFailure(.noAccount, callers.account(ofUID: incoming.peer.uid).reason + "; or name the account to add to (--account NAME)")
+        }
+    }
+
     private func perform(_ incoming: IncomingRequest) async throws -> any ControlResult {
+        if case .add(let fields, let clientID, _) = incoming.request.command {
+            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt, account: addAccount(incoming))
+        }
+        // Every other op acts in the caller's scope: an expense of another
+        // account is "no such expense" to it.
+        let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
         switch incoming.request.command {
-        case .add(let fields, let clientID, _):
-            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt)
+        case .add:
+            preconditionFailure("handled above")
         case .list:
-            return ExpenseList(expenses: try await store.views().map(ExpenseSummary.init))
+            return ExpenseList(expenses: try await store.views(in: scope).map(ExpenseSummary.init))
         case .show(let ref):
-            return ExpenseDetail(try await store.view(ref: ref))
+            return ExpenseDetail(try await store.view(ref: ref, in: scope))
         case .retry(let ref):
-            let view = try await store.retry(ref: ref)
+            let view = try await store.retry(ref: ref, in: scope)
             logger.notice("Retry requested", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
             return ExpenseDetail(view)
         case .discard(let ref):
-            let (transactionID, removed) = try await store.discard(ref: ref)
+            let (transactionID, removed) = try await store.discard(ref: ref, in: scope)
             logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
             publisher.markChanged()
             return DiscardResult(transactionID: transactionID, discarded: removed)
         case .status:
-            return try await status()
+            return try await status(scope)
         case .watch:
             preconditionFailure("watch is answered before perform is called")
         case .sync(let refresh):
             guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; there is nothing to sync with") }
-            drainer.sync(refresh: refresh)
+            drainer.sync(refresh: refresh, scope: scope)
             return SyncResult(refresh: refresh)
         case .stats:
-            return try await statistics()
+            return try await statistics(scope)
         case .edit(let ref, let fields):
-            let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds)
+            let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds, in: scope)
             logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
             return ExpenseDetail(view)
         case .delete(let ref):
-            let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds)
+            let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds, in: scope)
             logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
                         transactionID: result.transactionID)
             publisher.markChanged()
             wakeDrainer()
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .resolve(let ref, let takeMine):
-            let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds)
+            let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds, in: scope)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
@@ -174,7 +207,7 @@ final class ControlHandler: Sendable {
         }
     }
 
-    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?) async throws -> AddResult {
+    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, account: String) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
             let maxBytes = settings.receiptMaxBytes
@@ -183,14 +216,15 @@ final class ControlHandler: Sendable {
             }
             FaultPoints.hit("after-receipt-staged")
         }
-        return added(try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds))
+        return added(try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds, account: account),
+                     account: account)
     }
 
     /// After an add committed: log it, tell watchers and the drainer, and answer.
-    private func added(_ result: EnqueueResult) -> AddResult {
+    private func added(_ result: EnqueueResult, account: String) -> AddResult {
         if result.isNew {
             logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")", transactionID: result.transactionID,
-                        jobUUID: result.clientID, messageID: .expenseQueued)
+                        jobUUID: result.clientID, account: account, messageID: .expenseQueued)
             publisher.markChanged()
             wakeDrainer()
         }
@@ -198,8 +232,8 @@ final class ControlHandler: Sendable {
                          receipt: result.hasReceipt ? .pending : .none, duplicate: !result.isNew)
     }
 
-    private func status() async throws -> StatusReport {
-        let summary = try await publisher.current()
+    private func status(_ scope: AccountScope) async throws -> StatusReport {
+        let summary = try await publisher.current(scope)
         var contact: StatusReport.ServerContact?
         if let record = publisher.serverRecord {
             // As of the last contact: the summary's `server` says what it is now.
@@ -207,18 +241,40 @@ final class ControlHandler: Sendable {
             contact = StatusReport.ServerContact(lastContactMilliseconds: health.lastContactMilliseconds, lastErrorClass: health.lastError?.errorClass,
                                                  lastError: health.lastError?.message, lastErrorMilliseconds: health.lastError?.milliseconds)
         }
-        return StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: settings.serverURL,
-                            stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
-                            deviceID: store.deviceID, contact: contact)
+        var report = StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: settings.serverURL,
+                                  stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
+                                  deviceID: store.deviceID, contact: contact)
+        // With accounts: whose the summary is, or each account's part.
+        if callers.tokens.directory != nil {
+            switch scope {
+            case .account(let account): report.account = account
+            case .all: report.accounts = try await accountStates()
+            }
+        }
+        return report
+    }
+
+    /// Every account's queue and credentials: those with a token file, and
+    /// those with jobs or a pause.
+    private func accountStates() async throws -> [StatusReport.AccountState] {
+        let queues = try await store.accountSummaries()
+        let record = publisher.serverRecord?.current
+        var names = Set(queues.keys).union(callers.tokens.configuredAccounts())
+        if let record { names.formUnion(record.pausedAccounts) }
+        return names.sorted().map { account in
+            var summary = queues[account] ?? QueueSummary()
+            summary.server = record?.state(of: account) ?? .notConfigured
+            return StatusReport.AccountState(account: account, summary: summary, tokenProblem: callers.tokens.tokenProblem(of: account))
+        }
     }
 }
 
 extension ControlHandler {
     /// `stats`: latency and failures since start (the engine's) and in
     /// total (the store's, so they exist even without a server).
-    func statistics() async throws -> StatsReport {
-        let sinceStart = drainer?.sinceStart() ?? SyncStats()
-        let totals = try await store.totals()
+    func statistics(_ scope: AccountScope) async throws -> StatsReport {
+        let sinceStart = drainer?.sinceStart(in: scope) ?? SyncStats()
+        let totals = try await store.totals(in: scope)
         return StatsReport(
             sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures),
             total: .init(applied: totals.latencyBuckets.values.reduce(0, +), latency: LatencySummary(histogram: totals.latencyBuckets),

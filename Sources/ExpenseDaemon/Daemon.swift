@@ -91,6 +91,11 @@ public enum Daemon {
         for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
 
         let access = try accessPolicy(configuration)
+        let tokens = AccountTokens(tokenFile: configuration.tokenFile, accountsDirectory: configuration.accountsDirectory)
+        let callers = CallerAccounts(tokens: tokens, adminGroupID: access.adminGroupID, adminGroupName: access.adminGroupName)
+        if let directory = configuration.accountsDirectory {
+            logger.info("Accounts: a token file per user in '\(directory)'\(tokens.hasDefaultAccount ? "; callers without one have the default account" : "; callers without one are refused")")
+        }
         let (listener, ownedPath) = try controlSocket(configuration, logger: logger)
         let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: configuration.controlLimits, access: access,
                                        logger: logger)
@@ -101,18 +106,19 @@ public enum Daemon {
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.map { record in
                 let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
-                return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, logger: logger,
+                return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, tokens: tokens, logger: logger,
                                onChange: { publisher.markChanged() })
             }
         }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
-                                     settings: configuration.controlHandlerSettings, drainer: drainer)
+                                     settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers)
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
             try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
                                   events: SpoolEvents(queued: { drainer?.trigger() }, changed: { publisher.markChanged() },
-                                                      rejectedCount: { publisher.setSpoolRejected($0) }))
+                                                      rejectedCount: { publisher.setSpoolRejected($0) },
+                                                      accountOfOwner: { callers.account(ofOwner: $0) }))
         }
 
         server.start(direct: { handler.answerDirectly($0) })
@@ -163,7 +169,15 @@ public enum Daemon {
             }
             groupID = id
         }
-        return AccessPolicy(daemonUID: Users.effectiveUserID, groupID: groupID, groupName: configuration.controlGroup)
+        var adminGroupID: UInt32?
+        if let group = configuration.adminGroup {
+            guard let id = Users.groupID(named: group) else {
+                throw StartupFailure(code: .config, message: "Admin group '\(group)' does not exist")
+            }
+            adminGroupID = id
+        }
+        return AccessPolicy(daemonUID: Users.effectiveUserID, groupID: groupID, groupName: configuration.controlGroup,
+                            adminGroupID: adminGroupID, adminGroupName: configuration.adminGroup)
     }
 
     /// The socket systemd passed (socket activation), or one we bind.

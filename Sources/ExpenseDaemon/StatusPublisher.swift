@@ -19,10 +19,12 @@ public final class StatusPublisher: Sendable {
     private let extras: Mutex<Extras>
 
     /// What neither the store nor the engine knows: the spool's count,
-    /// and the summary published last.
+    /// the scopes watched, and the summaries published last.
     struct Extras {
         var spoolRejected = 0
-        var last: QueueSummary?
+        /// Every account's (systemd's `STATUS=` and admins), and those of the accounts someone watches.
+        var scopes: Set<AccountScope> = [.all]
+        var last: [AccountScope: QueueSummary]?
     }
 
     init(store: Store, server: ControlServer, serverRecord: ServerRecord?) {
@@ -55,12 +57,23 @@ public final class StatusPublisher: Sendable {
         if changedCount { markChanged() }
     }
 
-    /// The summary as it is now.
-    public func current() async throws -> QueueSummary {
-        var summary = try await store.summary()
-        summary.server = serverRecord?.current.state ?? .notConfigured
+    /// The summary of `scope` as it is now: one account's queue, and its
+    /// credentials' state; or everyone's. The spool's count is the
+    /// machine's, in each.
+    public func current(_ scope: AccountScope = .all) async throws -> QueueSummary {
+        var summary = try await store.summary(in: scope)
+        switch scope {
+        case .all: summary.server = serverRecord?.current.state ?? .notConfigured
+        case .account(let account): summary.server = serverRecord?.current.state(of: account) ?? .notConfigured
+        }
         summary.spoolRejected = extras.withLock { $0.spoolRejected }
         return summary
+    }
+
+    /// Someone watches `scope`: its summary is published from now on.
+    func watch(_ scope: AccountScope) {
+        let added = extras.withLock { $0.scopes.insert(scope).inserted }
+        if added { markChanged() }
     }
 
     /// Whether systemd listens for `STATUS=` (checked once: the environment is fixed).
@@ -69,14 +82,18 @@ public final class StatusPublisher: Sendable {
     /// Publishes until cancelled.
     func run() async {
         for await _ in changes {
-            guard let summary = try? await current() else { continue }
-            let isNew = extras.withLock { extras -> Bool in
-                defer { extras.last = summary }
-                return extras.last != summary
+            var summaries: [AccountScope: QueueSummary] = [:]
+            for scope in extras.withLock({ $0.scopes }) {
+                summaries[scope] = try? await current(scope)
+            }
+            guard let summary = summaries[.all] else { continue }
+            let (isNew, allChanged) = extras.withLock { extras -> (Bool, Bool) in
+                defer { extras.last = summaries }
+                return (extras.last != summaries, extras.last?[.all] != summary)
             }
             guard isNew else { continue }
-            ServiceManager.status(summary.line(nowMilliseconds: Clock.wallMilliseconds))
-            server.publish(summary: summary)
+            if allChanged { ServiceManager.status(summary.line(nowMilliseconds: Clock.wallMilliseconds)) }
+            server.publish(summaries: summaries)
         }
     }
 }

@@ -14,6 +14,16 @@ public enum Users {
         return group.gr_gid
     }
 
+    /// The login name of `uid` (`getpwuid_r(3)`), or nil when the password
+    /// database has none (a uid without a name has no account).
+    public static func name(ofUser uid: UInt32) -> String? {
+        var entry = passwd()
+        var buffer = [CChar](repeating: 0, count: 16384)
+        var result: UnsafeMutablePointer<passwd>?
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return nil }
+        return String(cString: name)
+    }
+
     /// This process's effective uid.
     public static var effectiveUserID: UInt32 { geteuid() }
 }

@@ -38,6 +38,8 @@ final class SpoolIntake: Sendable {
     let truncatedPatienceMilliseconds: Int64
     /// Called after a job was queued: wakes the drainer.
     let onQueued: @Sendable () -> Void
+    /// Whose account a file's owner has (``SpoolEvents/accountOfOwner``).
+    let accountOfOwner: @Sendable (UInt32) -> (account: String?, reason: String)
     let blocking = BlockingExecutor(label: "spool", width: 8)
     let directorySync: SpoolSync
     let earlyCopies: SpoolEarlyCopies
@@ -71,7 +73,9 @@ final class SpoolIntake: Sendable {
     }
 
     init(directory: SpoolDirectory, store: Store, logger: Logger, maxBytes: Int, settleMilliseconds: Int64,
-         onQueued: @escaping @Sendable () -> Void, onChange: @escaping @Sendable () -> Void) {
+         onQueued: @escaping @Sendable () -> Void, onChange: @escaping @Sendable () -> Void,
+         accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") }) {
+        self.accountOfOwner = accountOfOwner
         self.directory = directory
         self.store = store
         self.onChange = onChange
@@ -194,6 +198,16 @@ final class SpoolIntake: Sendable {
             // Only a sidecar alone gets here: with a receipt, fields may be missing.
             return await reject(files.map { ($0.name, "sidecar field \(error.description)") })
         }
+        // The spool is sticky: a file's owner is its writer, and its expense
+        // is the owner's. A pair is one person's drop.
+        let owners = Set(files.map(\.status.owner))
+        guard owners.count == 1, let owner = owners.first else {
+            return await reject(files.map { ($0.name, "its receipt and sidecar belong to different users (uids \(owners.sorted().map(String.init).joined(separator: ", "))); drop both as one user") })
+        }
+        let (ownerAccount, noAccount) = accountOfOwner(owner)
+        guard let account = ownerAccount else {
+            return await reject(files.map { ($0.name, "is owned by \(noAccount)") })
+        }
         switch claim(files) {
         case .claimed: break
         case .gone: return .done
@@ -229,14 +243,15 @@ final class SpoolIntake: Sendable {
         let queued: EnqueueResult
         do {
             queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: staged,
-                                                        files: records, now: Clock.wallMilliseconds)
+                                                        files: records, now: Clock.wallMilliseconds, account: account)
         } catch {
             logger.error("Failed to queue spool file '\(files[0].name.displayName)': \(error), skipping for now")
             return .retryLater
         }
         FaultPoints.hit("spool-after-commit")
         let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
-        logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, messageID: .expenseQueued)
+        logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, account: account,
+                    messageID: .expenseQueued)
         onChange()
         onQueued()
         kept = await remove(records, transactionID: queued.transactionID).map { index in files[index] }

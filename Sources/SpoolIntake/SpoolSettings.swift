@@ -1,3 +1,5 @@
+import ExpenseCore
+
 /// What the spool is told: how large a file it takes, and how long a file
 /// must stay unchanged before it is taken. The daemon maps its
 /// configuration into it.
@@ -14,7 +16,8 @@ public struct SpoolSettings: Sendable, Equatable {
 }
 
 /// What the spool tells the rest of the daemon, which it does not know:
-/// the sync engine and the status publisher are reached only through these.
+/// the sync engine and the status publisher are reached only through these;
+/// and the one thing it asks, whose account a file's owner has.
 public struct SpoolEvents: Sendable {
     /// A job was queued: a pass may send it.
     public var queued: @Sendable () -> Void
@@ -22,11 +25,16 @@ public struct SpoolEvents: Sendable {
     public var changed: @Sendable () -> Void
     /// `rejected/` holds this many files now.
     public var rejectedCount: @Sendable (Int) -> Void
+    /// The account of a file owned by this uid (the spool is sticky: the
+    /// owner is the writer), or nil with why it has none.
+    public var accountOfOwner: @Sendable (UInt32) -> (account: String?, reason: String)
 
     public init(queued: @escaping @Sendable () -> Void, changed: @escaping @Sendable () -> Void,
-                rejectedCount: @escaping @Sendable (Int) -> Void) {
+                rejectedCount: @escaping @Sendable (Int) -> Void,
+                accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") }) {
         self.queued = queued
         self.changed = changed
         self.rejectedCount = rejectedCount
+        self.accountOfOwner = accountOfOwner
     }
 }

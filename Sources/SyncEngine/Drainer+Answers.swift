@@ -4,6 +4,10 @@ import OutboxStore
 import Posix
 
 extension Drainer {
+    /// The code of a refusal made here, without a request: the job's
+    /// account has no usable token.
+    static let noTokenCode = "no token"
+
     /// One job's trip: what the backend made of it, and the generation of
     /// the token it carried.
     struct Answer: Sendable, Equatable {
@@ -30,13 +34,20 @@ extension Drainer {
         }
     }
 
-    /// Hands one job to the backend with the token as last read (the
-    /// thread that hands requests over must not wait for a file system);
-    /// `answered` gets the trip, on the backend's thread.
+    /// Hands one job to the backend with its account's token as last read
+    /// (the thread that hands requests over must not wait for a file
+    /// system); `answered` gets the trip, on the backend's thread. With
+    /// accounts, a job whose account has no usable token is not sent: it
+    /// comes back refused without a request, and pauses its account.
     func send(_ job: OutboxJob, answered: @escaping @Sendable (Answer) -> Void) {
-        let (token, generation) = tokens.latest()
+        let source = tokens.source(for: job.account)
+        let (token, generation) = source.latest()
+        if token == nil && tokens.holdsWithoutToken(job.account) {
+            answered(Answer(outcome: .refused(code: Drainer.noTokenCode, summary: "no usable token"), tokenGeneration: generation))
+            return
+        }
         FaultPoints.hit("before-send")
-        logger.debug("Sending \(job.kind.rawValue) \(backend.describe(job))", transactionID: job.transactionID, jobUUID: job.uuid)
+        logger.debug("Sending \(job.kind.rawValue) \(backend.describe(job))", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
         backend.send(job, receiptPath: job.receiptFile.map(store.receipts.filePath), token: token) { outcome in
             answered(Answer(outcome: outcome, tokenGeneration: generation))
         }
@@ -48,7 +59,7 @@ extension Drainer {
     func handle(_ job: OutboxJob, _ answer: Answer) async -> Stop? {
         switch answer.outcome {
         case .receiptUnreadable(let reason):
-            logger.error("Receipt file '\(job.receiptFile ?? "")' cannot be read: \(reason)", transactionID: job.transactionID, jobUUID: job.uuid,
+            logger.error("Receipt file '\(job.receiptFile ?? "")' cannot be read: \(reason)", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account,
                          messageID: .needsAttention)
             try? await store.markNeedsAttention(job, error: "receipt file cannot be read: \(reason)")
             onChange()
@@ -59,16 +70,20 @@ extension Drainer {
             // sent: a create takes the edits or the delete made meanwhile.
             let dropped = try? await store.requeue(job, error: "no answer: \(reason)", errorClass: "transport", wasSent: requestSent)
             noteUnreachable("Server unreachable (\(reason)); \(job.kind.rawValue) stays queued, no attempt counted",
-                            reason: reason, transactionID: job.transactionID, jobUUID: job.uuid)
+                            reason: reason, transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
             if let dropped { noteDropped([dropped]) }
             onChange()
             return .unreachable
         case .refused(let code, let summary):
+            let contacted = code != Drainer.noTokenCode
             let now = Clock.wallMilliseconds
-            noteAnswer { $0.answered(at: now) }
-            _ = try? await store.requeue(job, error: summary, errorClass: "auth", wasSent: true)
-            // Refused with a token that has been replaced since: try again with the new one.
-            return pauseForCredentials(refusedGeneration: answer.tokenGeneration, code: code) ? .credentials : nil
+            if contacted { noteAnswer { $0.answered(at: now) } }
+            _ = try? await store.requeue(job, error: summary, errorClass: "auth", wasSent: contacted)
+            // Refused with a token that has been replaced since: try again
+            // with the new one. A pause holds only this job's account: with
+            // accounts, the pass goes on for the others.
+            let paused = pauseForCredentials(account: job.account, refusedGeneration: answer.tokenGeneration, code: code, contacted: contacted)
+            return paused ? .accountPaused(job.account) : nil
         case .applied, .failed:
             preconditionFailure("plain answers are recorded in batches")
         }
@@ -103,14 +118,14 @@ extension Drainer {
             switch result {
             case .failure(let error):
                 logger.error("Failed to record the server's answer (\(outcome.code)): \(error); the job is resent after restart as a replay",
-                             transactionID: job.transactionID, jobUUID: job.uuid)
+                             transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
             case .success(let file):
                 if let file {
                     FaultPoints.hit("after-job-removed")
                     do {
                         try store.receipts.remove(file)
                     } catch {
-                        logger.warning("Failed to remove receipt file '\(file)': \(error); the next start removes it", transactionID: job.transactionID)
+                        logger.warning("Failed to remove receipt file '\(file)': \(error); the next start removes it", transactionID: job.transactionID, account: job.account)
                     }
                 }
                 report(job, update, outcome)
@@ -124,29 +139,32 @@ extension Drainer {
         switch update {
         case .applied(let expense):
             let latency = Clock.wallMilliseconds - job.createdMilliseconds
-            state.withLock { $0.stats.recordApplied(latencyMilliseconds: latency) }
+            state.withLock { state in
+                state.stats.recordApplied(latencyMilliseconds: latency)
+                if tokens.directory != nil { state.accountStats[job.account, default: SyncStats()].recordApplied(latencyMilliseconds: latency) }
+            }
             updateServer { $0.succeeded(at: Clock.wallMilliseconds) }
-            logger.info("Applied \(what) (\(outcome.code)\(outcome.isReplay ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid,
+            logger.info("Applied \(what) (\(outcome.code)\(outcome.isReplay ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account,
                         messageID: job.kind == .receipt ? .receiptUploaded : .expenseApplied)
             if expense == nil && job.kind != .delete {
-                logger.warning("Server applied \(what) but its answer held no expense; the next refresh brings it", transactionID: job.transactionID)
+                logger.warning("Server applied \(what) but its answer held no expense; the next refresh brings it", transactionID: job.transactionID, account: job.account)
                 state.withLock { $0.refreshRequested = true }
             }
         case .dropReceipt:
-            logger.notice("Expense was deleted on the server (\(outcome.code)); its receipt upload is dropped", transactionID: job.transactionID, jobUUID: job.uuid)
+            logger.notice("Expense was deleted on the server (\(outcome.code)); its receipt upload is dropped", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
         case .requeue:
             break
         case .retry(let next, _, _, let error, let errorClass):
-            state.withLock { $0.stats.recordFailure(errorClass) }
+            recordFailure(errorClass, account: job.account)
             updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
             let delay = max(next - Clock.wallMilliseconds, 0)
             logger.notice("Server answered \(error) to \(what) (\(errorClass)); retrying in \(QueueSummary.age(milliseconds: delay))",
-                          transactionID: job.transactionID, jobUUID: job.uuid)
+                          transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
         case .needsAttention(let attempts, let transient, let error, let errorClass):
-            state.withLock { $0.stats.recordFailure(errorClass) }
+            recordFailure(errorClass, account: job.account)
             updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
             logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). \(AttentionHint.text(errorClass: errorClass, transactionID: job.transactionID))",
-                           transactionID: job.transactionID, jobUUID: job.uuid, messageID: .needsAttention)
+                           transactionID: job.transactionID, jobUUID: job.uuid, account: job.account, messageID: .needsAttention)
         }
     }
 }

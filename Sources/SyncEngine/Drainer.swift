@@ -15,7 +15,8 @@ import Synchronization
 public final class Drainer: Sendable {
     let store: Store
     let backend: any SyncBackend
-    let tokens: TokenSource
+    /// Every account's token.
+    let tokens: AccountTokens
     let settings: SyncSettings
     /// Requests in flight at once: the concurrency, or fewer if the backend says so.
     let width: Int
@@ -40,6 +41,10 @@ public final class Drainer: Sendable {
         var passing = false
         var lastProgress: UInt64 = 0
         var stats = SyncStats()
+        /// The statistics since start of each account.
+        var accountStats: [String: SyncStats] = [:]
+        /// Accounts whose pause `sync` ended: their token is used as it is.
+        var forcedAccounts: Set<String> = []
         var timer: Task<Void, Never>?
         /// The daemon is stopping: claim nothing more.
         var stopping = false
@@ -51,7 +56,8 @@ public final class Drainer: Sendable {
     ///   - record: the server's record, which this engine alone changes.
     ///   - onChange: called whenever the queue or the server's state may
     ///     have changed (cheap: it is called for every batch of answers).
-    public init(settings: SyncSettings, store: Store, backend: any SyncBackend, record: ServerRecord, logger: Logger,
+    ///   - tokens: every account's token (the daemon maps callers to accounts with the same).
+    public init(settings: SyncSettings, store: Store, backend: any SyncBackend, record: ServerRecord, tokens: AccountTokens, logger: Logger,
                 onChange: @escaping @Sendable () -> Void) {
         self.settings = settings
         self.store = store
@@ -60,7 +66,7 @@ public final class Drainer: Sendable {
         self.logger = logger
         self.onChange = onChange
         width = min(settings.concurrency, backend.maxRequestsInFlight ?? settings.concurrency)
-        tokens = TokenSource(configuredPath: settings.tokenFile)
+        self.tokens = tokens
         policy = RetryPolicy(backoff: Backoff(baseMilliseconds: settings.backoffBaseMilliseconds, capMilliseconds: settings.backoffCapMilliseconds),
                              maxAttempts: settings.maxAttempts)
         (triggers, triggered) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -86,21 +92,22 @@ public final class Drainer: Sendable {
         triggered.yield(())
     }
 
-    /// `sync`: a pass now, even when paused for credentials; with `refresh`,
-    /// fetch the server's changes first. The token file is read and a pause
-    /// ended before this returns, so what the caller sees next (say the
-    /// summary `sync --wait` follows) is the truth from now on, not the
-    /// refusal of a token that has just been replaced.
-    public func sync(refresh: Bool) {
-        tokens.reloadIfChanged()
-        let generation = tokens.generation
+    /// `sync`: a pass now, even for the accounts of `scope` paused for
+    /// credentials; with `refresh`, fetch the server's changes first. Their
+    /// token files are read and their pauses ended before this returns, so
+    /// what the caller sees next (say the summary `sync --wait` follows) is
+    /// the truth from now on, not the refusal of a token just replaced.
+    public func sync(refresh: Bool, scope: AccountScope = .all) {
         state.withLock {
             $0.forced = true
             if refresh { $0.refreshRequested = true }
         }
-        if record.current.isPaused {
-            updateServer { $0.resume(tokenGeneration: generation, force: true) }
-            logger.info("Sending resumed on request; the token file is used as it is now")
+        for account in record.current.pausedAccounts.sorted() where scope.contains(account) {
+            let source = tokens.source(for: account)
+            source.reloadIfChanged()
+            let generation = source.generation
+            updateServer { $0.resume(account: account, tokenGeneration: generation, force: true) }
+            logger.info("Sending resumed on request; the token file is used as it is now", account: account)
         }
         trigger()
     }
@@ -130,7 +137,9 @@ public final class Drainer: Sendable {
     }
 
     public func run() async {
-        if let problem = tokens.current().problem { logger.warning("\(problem); requests go without credentials") }
+        if tokens.hasDefaultAccount, let problem = tokens.source(for: AccountName.defaultName).current().problem {
+            logger.warning(tokens.directory != nil ? "\(problem); the default account's expenses wait for it" : "\(problem); requests go without credentials")
+        }
         trigger()
         for await _ in triggers {
             await pass()
@@ -143,21 +152,28 @@ public final class Drainer: Sendable {
     /// One pass: send until nothing is eligible, the server is unreachable,
     /// or it refuses our credentials; then refresh when due.
     private func pass() async {
-        let tokenChanged = tokens.reloadIfChanged()
-        let generation = tokens.generation
         let forced = state.withLock { state -> Bool in
             defer { state.forced = false }
             return state.forced
         }
-        // A token file read since the refusal (here or during a send) ends
-        // the pause, and so does `sync`.
-        let paused = updateServer { $0.resume(tokenGeneration: generation, force: forced) }
-        if tokenChanged {
-            let (token, problem, _) = tokens.current()
-            if token != nil { logger.info("Token file read; sending with its token") }
-            else if let problem { logger.warning("\(problem); requests go without credentials") }
+        if tokens.hasDefaultAccount && tokens.directory == nil {
+            // The single-account setup: its token file is read before each pass, as it always was.
+            let source = tokens.source(for: AccountName.defaultName)
+            if source.reloadIfChanged() {
+                let (token, problem, _) = source.current()
+                if token != nil { logger.info("Token file read; sending with its token") }
+                else if let problem { logger.warning("\(problem); requests go without credentials") }
+            }
         }
-        if paused { return }
+        // A token file read since the refusal (here or during a send) ends
+        // an account's pause, and so does `sync`.
+        for account in record.current.pausedAccounts.sorted() {
+            let source = tokens.source(for: account)
+            let changed = source.reloadIfChanged()
+            let generation = source.generation
+            let paused = updateServer { $0.resume(account: account, tokenGeneration: generation, force: forced) }
+            if !paused { logger.info(changed ? "Token file read; sending resumes with its token" : "Sending resumes", account: account) }
+        }
         begin()
         // A job whose answer could not be recorded last time (say, a full
         // disk) is still marked sending; nothing is in flight between passes.
@@ -167,7 +183,7 @@ public final class Drainer: Sendable {
         if stop == nil && refreshDue() { stop = await refresh() }
         if stop == .unreachable {
             // Counted once per pass that found the server unreachable.
-            state.withLock { $0.stats.recordFailure("transport") }
+            recordFailure("transport", account: nil)
             try? await store.countTransportFailure()
         }
         end()
@@ -180,27 +196,41 @@ public final class Drainer: Sendable {
         }
     }
 
-    /// Pauses sending after the server refused the token of `generation`,
-    /// unless the token file changed since that request went out.
-    /// - Returns: true when sending is paused.
-    func pauseForCredentials(refusedGeneration: Int, code: String) -> Bool {
-        tokens.reloadIfChanged()
-        guard refusedGeneration == tokens.generation else { return false }
-        let first = updateServer { $0.refused(tokenGeneration: refusedGeneration, code: code, at: Clock.wallMilliseconds) }
-        state.withLock { $0.stats.recordFailure("auth") }
+    /// Pauses `account`'s sending after the server refused its token of
+    /// `generation` (or it has none: `contacted` false), unless the token
+    /// file changed since that request went out. The other accounts go on.
+    /// - Returns: true when the account is paused.
+    func pauseForCredentials(account: String, refusedGeneration: Int, code: String, contacted: Bool = true) -> Bool {
+        let source = tokens.source(for: account)
+        source.reloadIfChanged()
+        guard refusedGeneration == source.generation else { return false }
+        let first = updateServer { $0.refused(account: account, tokenGeneration: refusedGeneration, code: code, at: Clock.wallMilliseconds,
+                                              contacted: contacted) }
+        recordFailure("auth", account: account)
         if first {
-            logger.error("Server refused the credentials (\(code)); sending is paused until the token file changes or 'expensectl sync'",
-                         messageID: .authPaused)
+            let why = contacted ? "Server refused the credentials (\(code))" : "No usable token (\(source.current().problem ?? code))"
+            logger.error(tokens.directory != nil
+                         ? "\(why) of account \(AccountName.displayName(account)); its sending is paused until its token file changes or 'expensectl sync'; other accounts go on"
+                         : "\(why); sending is paused until the token file changes or 'expensectl sync'",
+                         account: account, messageID: .authPaused)
         }
         return true
     }
 
+    /// Counts a failure in the statistics since start, everyone's and the account's.
+    func recordFailure(_ errorClass: String, account: String?) {
+        state.withLock { state in
+            state.stats.recordFailure(errorClass)
+            if let account { state.accountStats[account, default: SyncStats()].recordFailure(errorClass) }
+        }
+    }
+
     /// Notes a transport failure (`reason`, the transport's own words);
     /// logs `message` at warning level only when it starts an outage.
-    func noteUnreachable(_ message: String, reason: String, transactionID: String? = nil, jobUUID: String? = nil) {
+    func noteUnreachable(_ message: String, reason: String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil) {
         let first = updateServer { $0.unreachable(reason, at: Clock.wallMilliseconds) }
-        if first { logger.warning(message, transactionID: transactionID, jobUUID: jobUUID) }
-        else { logger.debug(message, transactionID: transactionID, jobUUID: jobUUID) }
+        if first { logger.warning(message, transactionID: transactionID, jobUUID: jobUUID, account: account) }
+        else { logger.debug(message, transactionID: transactionID, jobUUID: jobUUID, account: account) }
     }
 
     /// Notes what an HTTP answer says of the server (it is there), with
@@ -223,7 +253,9 @@ public final class Drainer: Sendable {
     }
 
     /// Why a pass stopped before the outbox was empty.
-    enum Stop: Equatable { case unreachable, credentials }
+    /// (`accountPaused` stops nothing: it holds back one account's jobs,
+    /// and the pass goes on with the others'.)
+    enum Stop: Equatable, Sendable { case unreachable, credentials, accountPaused(String) }
 
     /// Sends until nothing is eligible, the server is unreachable, or it
     /// refuses our credentials (see ``PassMachine``). Jobs claimed but not
@@ -300,6 +332,15 @@ public final class Drainer: Sendable {
     }
 
     /// What this run has done so far: `stats`' since-start half (the
-    /// totals are the store's).
-    public func sinceStart() -> SyncStats { state.withLock { $0.stats } }
+    /// totals are the store's), of every account or of one (transport
+    /// failures are the server's, counted in every account's).
+    public func sinceStart(in scope: AccountScope = .all) -> SyncStats {
+        state.withLock { state in
+            // Alone, the default account is everything sent.
+            guard case .account(let account) = scope, tokens.directory != nil else { return state.stats }
+            var stats = state.accountStats[account] ?? SyncStats()
+            stats.setFailures("transport", state.stats.failures["transport"])
+            return stats
+        }
+    }
 }

@@ -70,6 +70,8 @@ struct PassMachine {
     let width: Int
 
     private var claimed: [OutboxJob] = []
+    /// Claimed jobs of accounts paused during the pass: never sent, given back at the end.
+    private var held: [OutboxJob] = []
     private var stop: Drainer.Stop?
     private var stopping = false
     private var sending = 0, recording = 0, claiming = false, recordingBatch = false
@@ -98,7 +100,7 @@ struct PassMachine {
         decide(into: &actions)
         if sending == 0 && recording == 0 && !claiming && !holding {
             isFinished = true
-            actions.append(.finish(stop: stop, unsent: claimed))
+            actions.append(.finish(stop: stop, unsent: claimed + held))
         }
         return actions
     }
@@ -130,7 +132,13 @@ struct PassMachine {
             if batch { recordingBatch = false }
             exhausted = false
             actions.append(.markProgress)
-            if let reason, stop == nil { stop = reason }
+            if case .accountPaused(let account) = reason {
+                // That account's jobs wait; the others' go on.
+                held += claimed.filter { $0.account == account }
+                claimed.removeAll { $0.account == account }
+            } else if let reason, stop == nil {
+                stop = reason
+            }
         case .stopping:
             stopping = true
         case .holdOver:

@@ -88,11 +88,14 @@ extension Drainer {
             switch action {
             case .claim(let limit, let seen):
                 workQueue.yield { [self, drainer] in
-                    // The token file is looked at here (at most once a
-                    // second), not on the thread that hands requests over.
-                    drainer.tokens.reloadIfDue()
                     do {
-                        post(.claimed(try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds), afterChanges: seen))
+                        // Accounts paused for credentials keep their jobs.
+                        let paused = drainer.record.current.pausedAccounts
+                        let jobs = try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused)
+                        // Their token files are looked at here (at most once a
+                        // second), not on the thread that hands requests over.
+                        for account in Set(jobs.map(\.account)) { drainer.tokens.source(for: account).reloadIfDue() }
+                        post(.claimed(jobs, afterChanges: seen))
                     } catch {
                         drainer.logger.error("Failed to read the outbox: \(error)")
                         post(.claimed([], afterChanges: seen))

@@ -1,26 +1,37 @@
 import ExpenseCore
 
-/// What the daemon knows of the server: its ``ServerHealth`` and the
-/// ``CredentialsPause``, changed together by each request's outcome (the
-/// methods below, one per outcome). ``ServerRecord`` holds the one copy;
-/// `status`, `watch` and systemd's `STATUS=` read it. Pure.
+/// What the daemon knows of the server: its ``ServerHealth`` and a
+/// ``CredentialsPause`` per account, changed together by each request's
+/// outcome (the methods below, one per outcome). ``ServerRecord`` holds
+/// the one copy; `status`, `watch` and systemd's `STATUS=` read it. Pure.
 public struct ServerStatus: Sendable, Equatable {
     public private(set) var health = ServerHealth()
-    public private(set) var pause = CredentialsPause()
+    /// The accounts whose token the server refused (or that have none), each
+    /// paused alone: the others keep sending.
+    public private(set) var pauses: [String: CredentialsPause] = [:]
 
     public init() {}
 
-    /// What the summary's `server` says: `needs_credentials` while paused,
-    /// else the state of the last contact.
-    public var state: QueueSummary.ServerState { pause.isPaused ? .needsCredentials : health.state }
+    /// What the summary's `server` says: `needs_credentials` while any
+    /// account is paused (``pausedAccounts`` says which), else the state of
+    /// the last contact.
+    public var state: QueueSummary.ServerState { isPaused ? .needsCredentials : health.state }
 
-    /// Sending is paused until the token changes or `sync` is asked for.
-    public var isPaused: Bool { pause.isPaused }
+    /// What one account's summary says: `needs_credentials` while it is paused.
+    public func state(of account: String) -> QueueSummary.ServerState {
+        pauses[account] != nil ? .needsCredentials : health.state
+    }
+
+    /// Some account is paused until its token changes or `sync` is asked for.
+    public var isPaused: Bool { !pauses.isEmpty }
+
+    /// The accounts paused now.
+    public var pausedAccounts: Set<String> { Set(pauses.keys) }
 
     /// Whether the daemon should look at the server at its next chance,
     /// even with nothing to send: it has not been contacted since start or
     /// since a pause ended, or it could not be reached.
-    public var wantsContact: Bool { state == .unknown || state == .unreachable }
+    public var wantsContact: Bool { health.state == .unknown || health.state == .unreachable }
 
     mutating func succeeded(at now: Int64) { health.succeeded(at: now) }
 
@@ -28,28 +39,39 @@ public struct ServerStatus: Sendable, Equatable {
 
     mutating func answered(at now: Int64) { health.answered(at: now) }
 
-    /// No answer at all: a transport failure, which also ends a pause.
+    /// No answer at all: a transport failure, which also ends every pause
+    /// (the refusals say nothing of the server as it will be).
     /// - Returns: true when this starts an outage (to log it once).
     mutating func unreachable(_ reason: String, at now: Int64) -> Bool {
-        let starts = state != .unreachable
-        pause.end()
+        let starts = health.state != .unreachable || isPaused
+        pauses = [:]
         health.unreachable(reason, at: now)
         return starts
     }
 
-    /// The server refused the token of `generation` (`code`: 401, 403): sending pauses.
+    /// The server refused `account`'s token of `generation` (`code`: 401,
+    /// 403), or it has none: that account's sending pauses.
     /// - Returns: true when this starts the pause (to log it once).
-    mutating func refused(tokenGeneration generation: Int, code: String, at now: Int64) -> Bool {
-        health.refused(code: code, at: now)
+    mutating func refused(account: String = AccountName.defaultName, tokenGeneration generation: Int, code: String, at now: Int64,
+                          contacted: Bool = true) -> Bool {
+        if contacted { health.refused(code: code, at: now) }
+        var pause = pauses[account] ?? CredentialsPause()
+        defer { pauses[account] = pause }
         return pause.pause(refusedGeneration: generation)
     }
 
-    /// Ends a pause: the token file changed since the refusal, or `force`
-    /// (`sync`). The server's view of the token is unknown until the next
-    /// contact.
-    /// - Returns: whether sending is still paused.
-    mutating func resume(tokenGeneration generation: Int, force: Bool) -> Bool {
-        if pause.resume(tokenGeneration: generation, force: force) { health.forgetState() }
-        return isPaused
+    /// Ends `account`'s pause: its token file changed since the refusal, or
+    /// `force` (`sync`). The server's view of the token is unknown until
+    /// the next contact.
+    /// - Returns: whether that account is still paused.
+    mutating func resume(account: String = AccountName.defaultName, tokenGeneration generation: Int, force: Bool) -> Bool {
+        guard var pause = pauses[account] else { return false }
+        if pause.resume(tokenGeneration: generation, force: force) {
+            pauses[account] = nil
+            health.forgetState()
+            return false
+        }
+        pauses[account] = pause
+        return true
     }
 }

@@ -27,6 +27,11 @@ public struct SyncStats: Sendable {
         failures[errorClass, default: 0] += 1
     }
 
+    /// Sets the count of one class (another record's, such as the server's transport failures).
+    mutating func setFailures(_ errorClass: String, _ count: Int?) {
+        failures[errorClass] = count
+    }
+
     /// p50, p95 and max of the kept latencies.
     public var latency: LatencySummary { LatencySummary(samples: latencies) }
 }

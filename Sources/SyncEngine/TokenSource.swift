@@ -9,6 +9,9 @@ import Synchronization
 final class TokenSource: Sendable {
     /// The file, or nil when none is configured (requests then go without a token).
     let path: String?
+    /// For an account's file in `accounts_dir`: the uid that must own it
+    /// (the daemon's), no one else having any permission on it.
+    let requiredOwner: UInt32?
     private let state = Mutex(State())
 
     private struct State {
@@ -30,7 +33,21 @@ final class TokenSource: Sendable {
         let modified: Int64
     }
 
+    /// The file of one account of `accounts_dir`, which must be private to `owner`.
+    init(accountFile: String, owner: UInt32) {
+        path = accountFile
+        requiredOwner = owner
+    }
+
+    /// No file at all, for the reason given (an account without one).
+    init(missing reason: String) {
+        path = nil
+        requiredOwner = nil
+        state.withLock { $0.problem = reason }
+    }
+
     init(configuredPath: String?) {
+        requiredOwner = nil
         if let configuredPath {
             path = configuredPath
         } else if let credentials = Environment["CREDENTIALS_DIRECTORY"] {
@@ -88,6 +105,13 @@ final class TokenSource: Sendable {
         var token: String?
         var problem: String?
         do {
+            if let requiredOwner, let status {
+                // Another user's file, or one others may read, is no one's
+                // credential: it may have been planted or seen.
+                guard status.kind == .regular, status.owner == requiredOwner, status.mode & 0o077 == 0 else {
+                    throw TokenProblem("token file '\(path)' is mode \(String(status.mode & 0o7777, radix: 8)) owned by uid \(status.owner); it must be a file of mode 600 owned by uid \(requiredOwner), expensed's user")
+                }
+            }
             guard let bytes = try FileSystem.read(path, limit: 8192) else {
                 throw TokenProblem("token file '\(path)' is larger than 8 KiB")
             }

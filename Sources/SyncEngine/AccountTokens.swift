@@ -1,0 +1,93 @@
+import ExpenseCore
+import Posix
+import Synchronization
+
+/// The token of every account: the default account's in `token_file` (or
+/// systemd's `$CREDENTIALS_DIRECTORY/token`), and each local user's in
+/// `accounts_dir/NAME`, a file of mode 600 owned by the daemon's user. Each
+/// file is read again whenever it changes (``TokenSource``).
+///
+/// Without `accounts_dir` there is one account, the default one, as before
+/// accounts existed. With it, a user with a file has that account; one
+/// without has the default account only when `token_file` is given too.
+public final class AccountTokens: Sendable {
+    /// `accounts_dir`, or nil for the single-account setup.
+    public let directory: String?
+    /// The default account's token, when there is a default account.
+    let fallback: TokenSource?
+    /// The uid that must own every file of `accounts_dir`.
+    let owner: UInt32
+    private let sources = Mutex<[String: TokenSource]>([:])
+
+    /// - Parameters:
+    ///   - tokenFile: `token_file`; nil for `$CREDENTIALS_DIRECTORY/token` without `accounts_dir`, none with it.
+    ///   - accountsDirectory: `accounts_dir`.
+    public init(tokenFile: String?, accountsDirectory: String?, owner: UInt32 = Users.effectiveUserID) {
+        directory = accountsDirectory
+        self.owner = owner
+        fallback = accountsDirectory == nil || tokenFile != nil ? TokenSource(configuredPath: tokenFile) : nil
+    }
+
+    /// Whether callers without a file of their own have the default account.
+    public var hasDefaultAccount: Bool { fallback != nil }
+
+    /// Whether a missing or unusable token holds an account's jobs back
+    /// (with accounts, and for any account but the default one) rather
+    /// than sending them without credentials (the single-account setup, as
+    /// it always was).
+    func holdsWithoutToken(_ account: String) -> Bool { directory != nil || account != AccountName.defaultName }
+
+    /// The account of the local user `name` (nil: a uid without a name):
+    /// their own when `accounts_dir` has their file, else the default
+    /// account when there is one, else none.
+    public func account(ofUser name: String?) -> String? {
+        guard let directory else { return AccountName.defaultName }
+        if let name, Self.isFileName(name), (try? FileSystem.status("\(directory)/\(name)", followLinks: false)) != nil {
+            return name
+        }
+        return hasDefaultAccount ? AccountName.defaultName : nil
+    }
+
+    /// Why `account`'s token cannot be used now (its file missing,
+    /// unreadable, empty, or not private), or nil when it can; for `status`.
+    public func tokenProblem(of account: String) -> String? {
+        let (token, problem, _) = source(for: account).current()
+        return token == nil ? (problem ?? "no token") : nil
+    }
+
+    /// The accounts that have a token file now (the default one first, when there is one).
+    public func configuredAccounts() -> [String] { accountsToRefresh() }
+
+    /// The token source of `account`, made when first asked for.
+    func source(for account: String) -> TokenSource {
+        if account == AccountName.defaultName, let fallback { return fallback }
+        return sources.withLock { sources in
+            if let known = sources[account] { return known }
+            let made: TokenSource
+            if let directory, account != AccountName.defaultName, Self.isFileName(account) {
+                made = TokenSource(accountFile: "\(directory)/\(account)", owner: owner)
+            } else {
+                made = TokenSource(missing: "no token_file is configured for the default account")
+            }
+            sources[account] = made
+            return made
+        }
+    }
+
+    /// The accounts to fetch the server's changes for: the default one
+    /// when there is one, and every file of `accounts_dir`.
+    func accountsToRefresh() -> [String] {
+        var accounts = hasDefaultAccount ? [AccountName.defaultName] : []
+        if let directory, let names = try? FileSystem.contents(of: directory) {
+            accounts += names.compactMap(\.string).filter(Self.isFileName).sorted()
+        }
+        return accounts
+    }
+
+    /// A user name that can be a file of `accounts_dir`: not empty, no
+    /// slash, not hidden (systemd's credential directories hold none, and
+    /// editors leave `.NAME.swp`).
+    static func isFileName(_ name: String) -> Bool {
+        !name.isEmpty && !name.hasPrefix(".") && !name.contains("/") && name.utf8.count <= 255
+    }
+}
