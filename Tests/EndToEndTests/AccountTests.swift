@@ -1,0 +1,191 @@
+import ExpenseCore
+import ExpenseTestSupport
+import Foundation
+import Testing
+
+/// Several people on one machine: real local users (made and removed by
+/// each test), each with a token file in `accounts_dir`, the real daemon
+/// and the real `expense-server` with one server user per account.
+/// Serialized: users and groups are the machine's.
+@Suite(.serialized) struct AccountTests {
+    /// alice and bob each add and each drop a spool file: on the server each
+    /// expense is under the right user, once; each sees only their own, and
+    /// gets "no such expense" for the other's on every verb; root and an
+    /// admin_group member see both; a user without an account is refused.
+    @Test func twoAccounts_eachSeesAndChangesOnlyTheirOwn_andAdminsSeeBoth() throws {
+        let h = try AccountHarness(withoutAccount: ["carol"], admins: ["dave"])
+        defer { h.users.remove() }
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        let receipt = h.directory.at("r.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(size: 3000, seed: 5), to: receipt)
+        chmod(receipt, 0o644)
+        let alice1 = try h.add("alice", merchant: "Alice One", receipt: receipt)
+        let alice2 = try h.add("alice", merchant: "Alice Two")
+        let bob1 = try h.add("bob", merchant: "Bob One")
+        try h.drop("alice", name: "alice-scan", merchant: "Alice Spool")
+        try h.drop("bob", name: "bob-scan", merchant: "Bob Spool")
+        try waitUntil(timeout: 30, "both spool files to be taken") { try h.serverRows().count == 5 || (try h.listed("root", ["--all-accounts"]).count == 5) }
+        try h.waitUntilDrained()
+        try waitUntil(timeout: 30, "the server to hold all five") { try h.serverRows().count == 5 }
+
+        let rows = try h.serverRows()
+        #expect(Set(rows.map(\.transactionID)).count == 5, "each expense once")
+        #expect(Set(rows.filter { $0.user == "alice" }.compactMap(\.merchant)) == ["Alice One", "Alice Two", "Alice Spool"])
+        #expect(Set(rows.filter { $0.user == "bob" }.compactMap(\.merchant)) == ["Bob One", "Bob Spool"])
+        let alices = Set(rows.filter { $0.user == "alice" }.map(\.transactionID))
+        let bobs = Set(rows.filter { $0.user == "bob" }.map(\.transactionID))
+        #expect(alices.isSuperset(of: [alice1, alice2]) && bobs.contains(bob1))
+
+        #expect(try h.listed("alice") == alices)
+        #expect(try h.listed("bob") == bobs)
+        #expect(try h.listed("root", ["--all-accounts"]) == alices.union(bobs))
+        #expect(try h.listed("dave", ["--all-accounts"]) == alices.union(bobs), "an admin_group member")
+        #expect(try h.listed("root", ["--account", h.users.name("bob")]) == bobs)
+        #expect(try h.listed("root") == alices.union(bobs), "root has no account of its own: it sees every account")
+
+        // Every verb on the other's expense: no such expense, and nothing changes.
+        for (verb, extra) in [("show", []), ("edit", ["--comment", "mine now"]), ("delete", []), ("retry", []), ("discard", []),
+                              ("resolve", ["--take", "mine"])] as [(String, [String])] {
+            for ref in [bob1, String(bob1.prefix(10))] {
+                let result = try h.ctl("alice", [verb, ref] + extra)
+                #expect(result.status == 1, "\(verb) \(ref): \(result.stderr)")
+                #expect(result.stderr.contains("no expense matches"), "\(verb): \(result.stderr)")
+            }
+        }
+        #expect(try h.ctl("bob", ["show", bob1]).status == 0, "bob still has it")
+        #expect(try h.serverRows().count == 5)
+        // Naming another account is for admins only.
+        for extra in [["--account", h.users.name("bob")], ["--all-accounts"]] {
+            let result = try h.ctl("alice", ["list"] + extra)
+            #expect(result.status == 77, "\(extra): \(result.stderr)")
+            #expect(result.stderr.contains("only root and members of admin_group"), "\(result.stderr)")
+        }
+        #expect(try h.ctl("alice", ["list", "--account", h.users.name("alice")]).status == 0, "her own account by name")
+
+        // stats and status are the caller's: alice's three applied, not five.
+        #expect(try h.ctlJSON("alice", ["stats"])["since_start"]?["applied"] == 4, "three creates and one receipt")
+        #expect(try h.ctlJSON("root", ["stats", "--all-accounts"])["since_start"]?["applied"] == 6)
+        let aliceStatus = try h.ctlJSON("alice", ["status"])
+        #expect(aliceStatus["account"]?.stringValue == h.users.name("alice"))
+        #expect(aliceStatus["accounts"] == nil, "only admins see every account")
+        let rootStatus = try h.ctlJSON("root", ["status"])
+        #expect(rootStatus["accounts"]?.arrayValue?.compactMap { $0["account"]?.stringValue }.sorted() == [h.users.name("alice"), h.users.name("bob")].sorted())
+
+        // carol has no account: refused, saying what to configure.
+        let refused = try h.ctl("carol", ["add", "--merchant", "C", "--amount", "1", "--currency", "EUR", "--date", "2026-11-29"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("('\(h.users.name("carol"))') has no account"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("\(h.accountsDirectory)/\(h.users.name("carol"))"), "\(refused.stderr)")
+        #expect(try h.ctl("carol", ["list"]).status == 77)
+        // root has no account to add to (no token_file): refused too, unless it names one.
+        #expect(try h.ctl("root", ["add", "--merchant", "R", "--amount", "1", "--currency", "EUR", "--date", "2026-11-29"]).status == 77)
+        let forBob = try h.ctlJSON("root", ["add", "--account", h.users.name("bob"), "--merchant", "For Bob", "--amount", "1", "--currency", "EUR", "--date", "2026-11-29"])
+        let forBobID = forBob["transaction_id"]?.stringValue ?? ""
+        try h.waitUntilDrained()
+        #expect(try h.listed("bob").contains(forBobID))
+        try waitUntil(timeout: 20, "root's add for bob on the server") { try h.serverRows().contains { $0.transactionID == forBobID && $0.user == "bob" } }
+    }
+
+    /// A spool file of a user without an account, and one of root when
+    /// root has none, go to rejected/ saying whose they were and what to
+    /// configure; nothing is queued.
+    @Test func spoolFileOfAUserWithoutAccount_isRejectedWithItsReason() throws {
+        let h = try AccountHarness(accounts: ["alice"], withoutAccount: ["carol"])
+        defer { h.users.remove() }
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        try h.drop("carol", name: "carol-scan", merchant: "Carol")
+        try h.drop("root", name: "root-scan", merchant: "Root")
+        let rejected = "\(h.daemon.spoolDirectory)/rejected"
+        try waitUntil(timeout: 30, "both files in rejected/") {
+            FileManager.default.fileExists(atPath: "\(rejected)/carol-scan.json") && FileManager.default.fileExists(atPath: "\(rejected)/root-scan.json")
+        }
+        let carolReason = try String(contentsOfFile: "\(rejected)/carol-scan.json.reason", encoding: .utf8)
+        #expect(carolReason.contains("is owned by uid \(h.users.uid("carol")) ('\(h.users.name("carol"))'), who has no account"), "\(carolReason)")
+        #expect(carolReason.contains("\(h.accountsDirectory)/\(h.users.name("carol"))"), "\(carolReason)")
+        let rootReason = try String(contentsOfFile: "\(rejected)/root-scan.json.reason", encoding: .utf8)
+        #expect(rootReason.contains("is owned by uid 0 ('root'), who has no account"), "\(rootReason)")
+        #expect(try h.listed("root", ["--all-accounts"]).isEmpty, "nothing queued")
+        #expect(try h.ctlJSON("root", ["status"])["spool_rejected"] == 2)
+    }
+
+    /// bob's token is revoked on the server: bob's jobs pause and status
+    /// says so; alice's keep syncing; bob's token is replaced and his drain
+    /// resumes, nothing lost or duplicated.
+    @Test func revokedToken_pausesThatAccountAlone_andItResumesOnceFixed() throws {
+        let h = try AccountHarness()
+        defer { h.users.remove() }
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        _ = try h.add("alice", merchant: "Alice Before")
+        _ = try h.add("bob", merchant: "Bob Before")
+        try h.waitUntilDrained()
+        try h.serverUser("revoke", "bob")
+
+        var bobs: [String] = [], alices: [String] = []
+        for n in 1...3 {
+            bobs.append(try h.add("bob", merchant: "Bob \(n)"))
+            alices.append(try h.add("alice", merchant: "Alice \(n)"))
+        }
+        try waitUntil(timeout: 30, "alice's expenses on the server") {
+            Set(try h.serverRows().map(\.transactionID)).isSuperset(of: alices)
+        }
+        try waitUntil(timeout: 30, "bob's account paused") { try h.ctlJSON("bob", ["status"])["server"]?.stringValue == "needs_credentials" }
+        #expect(try h.ctlJSON("bob", ["status"])["queued"] == 3)
+        let alice = try h.ctlJSON("alice", ["status"])
+        #expect(alice["server"]?.stringValue == "ok" && alice["queued"] == 0, "\(alice)")
+        let admin = try h.ctlJSON("root", ["status"])
+        #expect(admin["server"]?.stringValue == "needs_credentials")
+        let states = admin["accounts"]?.arrayValue ?? []
+        #expect(states.first { $0["account"]?.stringValue == h.users.name("bob") }?["server"]?.stringValue == "needs_credentials")
+        #expect(states.first { $0["account"]?.stringValue == h.users.name("alice") }?["server"]?.stringValue == "ok")
+        #expect(try h.ctl("root", ["status"]).stdout.contains("paused, needs credentials"))
+        // A watch of alice's shows her queue, not the pause of bob's.
+        let watch = try h.users.run(as: "alice", "/usr/bin/timeout", ["2", BuiltProducts.path("expensectl"), "--socket", h.daemon.socketPath, "watch", "--json"])
+        let first = try JSONValue.parse(Array((watch.stdout.split(separator: "\n").first ?? "").utf8))
+        #expect(first["server"]?.stringValue == "ok" && first["queued"] == 0, "\(watch.stdout)")
+        #expect(h.daemon.log.contains("of account \(h.users.name("bob")); its sending is paused"), "\(h.daemon.log)")
+
+        h.writeToken(try h.serverUser("rotate", "bob"), for: "bob")
+        try h.waitUntilDrained()
+        try waitUntil(timeout: 30, "bob's expenses on the server") { Set(try h.serverRows().map(\.transactionID)).isSuperset(of: bobs) }
+        let rows = try h.serverRows()
+        #expect(rows.count == 8 && Set(rows.map(\.transactionID)).count == 8, "nothing lost, nothing twice")
+        #expect(Set(rows.filter { $0.user == "bob" }.map(\.transactionID)).isSuperset(of: bobs))
+        #expect(Set(rows.filter { $0.user == "alice" }.map(\.transactionID)).isSuperset(of: alices))
+        #expect(try h.ctlJSON("bob", ["status"])["server"]?.stringValue == "ok")
+    }
+
+    /// kill -9 while a drain of both accounts' expenses is under way (at a
+    /// response received, not yet recorded), then start again: each
+    /// expense once on the server, under its own user, and once in the cache.
+    @Test func killDuringAMixedDrain_eachExpenseOnceUnderItsUser() throws {
+        let h = try AccountHarness()
+        defer { h.users.remove() }
+        h.stopServer()
+        try h.startDaemon()
+        var ids: [String: String] = [:]
+        for n in 1...8 {
+            ids[try h.add("alice", merchant: "A\(n)")] = "alice"
+            ids[try h.add("bob", merchant: "B\(n)")] = "bob"
+        }
+        h.daemon.stop()
+        h.daemon.environment["EXPENSED_FAULT"] = "after-response@7"
+        try h.startServer()
+        try h.startDaemon()
+        guard h.daemon.process?.waitForExit(timeout: 30) != nil else { throw TestFailure("the daemon did not reach its fault point") }
+        #expect(h.daemon.process?.termination == .signaled(SIGKILL))
+        h.daemon.environment["EXPENSED_FAULT"] = nil
+        #expect(try h.serverRows().count < 16, "killed mid-drain")
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        try h.waitUntilDrained()
+        try waitUntil(timeout: 30, "all sixteen on the server") { try h.serverRows().count >= 16 }
+        let rows = try h.serverRows()
+        #expect(rows.count == 16 && Set(rows.map(\.transactionID)) == Set(ids.keys), "each once")
+        for row in rows { #expect(ids[row.transactionID] == row.user, "\(row.transactionID) under \(row.user)") }
+        #expect(try h.listed("alice") == Set(ids.filter { $0.value == "alice" }.keys))
+        #expect(try h.listed("bob") == Set(ids.filter { $0.value == "bob" }.keys))
+    }
+}
