@@ -31,6 +31,9 @@ final class TokenSource: Sendable {
         let inode: UInt64
         let size: Int64
         let modified: Int64
+        /// An account file made private (chmod 600) is a new version too.
+        let mode: UInt32
+        let owner: UInt32
     }
 
     /// The file of one account of `accounts_dir`, which must be private to `owner`.
@@ -98,7 +101,7 @@ final class TokenSource: Sendable {
     func reloadIfChanged() -> Bool {
         guard let path else { return false }
         let status = try? FileSystem.status(path)
-        let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds) }
+        let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds, mode: $0.mode, owner: $0.owner) }
         // Unchanged (or still unreadable the same way): nothing to do.
         let (previous, loaded) = state.withLock { ($0.stamp, $0.generation > 0) }
         if loaded && stamp == previous { return false }

@@ -188,4 +188,37 @@ import Testing
         #expect(try h.listed("alice") == Set(ids.filter { $0.value == "alice" }.keys))
         #expect(try h.listed("bob") == Set(ids.filter { $0.value == "bob" }.keys))
     }
+
+    /// A token file others may read is no one's credential: its account
+    /// waits, nothing of it is sent, status says why; once made private
+    /// (chmod 600, nothing else changed) the account syncs.
+    @Test func tokenFileOthersMayRead_holdsItsAccount_untilMadePrivate() throws {
+        let h = try AccountHarness()
+        defer { h.users.remove() }
+        let bobFile = "\(h.accountsDirectory)/\(h.users.name("bob"))"
+        chmod(bobFile, 0o644)
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        let bob = try h.add("bob", merchant: "Bob Waits")
+        let alice = try h.add("alice", merchant: "Alice Goes")
+        try waitUntil(timeout: 30, "alice's expense on the server") { try h.serverRows().contains { $0.transactionID == alice } }
+        try waitUntil(timeout: 30, "bob's account held") {
+            try h.ctlJSON("root", ["status"])["accounts"]?.arrayValue?.first { $0["account"]?.stringValue == h.users.name("bob") }?["server"] == "needs_credentials"
+        }
+        let state = try h.ctlJSON("root", ["status"])["accounts"]?.arrayValue?.first { $0["account"]?.stringValue == h.users.name("bob") }
+        let problem = state?["token_problem"]?.stringValue ?? ""
+        #expect(problem.contains("is mode 644") && problem.contains("must be a file of mode 600 owned by uid 0"), "\(problem)")
+        #expect(!(try h.serverRows().contains { $0.transactionID == bob }), "nothing of bob's was sent")
+        #expect(!(h.server?.accessLog.contains { $0.contains(bob) } ?? true), "not even refused: never sent")
+        #expect(h.daemon.log.contains("No usable token"), "\(h.daemon.log)")
+        chmod(bobFile, 0o600)
+        try waitUntil(timeout: 30, "bob's expense on the server") { try h.serverRows().contains { $0.transactionID == bob && $0.user == "bob" } }
+    }
+
+    @Test func adminGroupThatDoesNotExist_stopsTheDaemonAtStart() throws {
+        let daemon = DaemonHarness(arguments: ["--admin-group", "no-such-group-\(getpid())"])
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("Admin group 'no-such-group-\(getpid())' does not exist"), "\(result.stderr)")
+    }
 }

@@ -166,3 +166,27 @@ import Testing
         #expect(BeancountAccount.expand("Expenses:Home:{category}", category: "Travel/Taxi") == "Expenses:Home:Travel-Taxi")
     }
 }
+
+/// `accounts_dir` and `admin_group`: read from the file and the flags,
+/// garbage refused with the key named.
+@Suite struct AccountConfigurationTests {
+    @Test func accountKeys_fromTheFileAndFlags() throws {
+        guard case .run(let configuration) = try Configuration.parse(arguments: ["--config", "x.conf", "--admin-group", "wheel"], readFile: { _ in
+            "accounts_dir = /etc/expensed/accounts/\nadmin_group = adm\ntoken_file = /etc/expensed/token\n"
+        }) else { throw ConfigurationError("expected a run") }
+        #expect(configuration.accountsDirectory == "/etc/expensed/accounts")
+        #expect(configuration.adminGroup == "wheel", "the flag wins")
+        #expect(configuration.tokenFile == "/etc/expensed/token")
+    }
+
+    @Test(arguments: ["accounts_dir =", "admin_group =", "accounts_dir = /a\naccounts_dir = /b"])
+    func badAccountKey_isRefusedWithItsLine(_ text: String) {
+        var configuration = Configuration()
+        #expect(throws: ConfigurationError.self, "\(text)") { try configuration.apply(fileText: text, path: "c") }
+    }
+
+    @Test func accountFlagWithoutValue_isAUsageError() {
+        #expect(throws: UsageError.self) { try Configuration.parse(arguments: ["--accounts-dir"]) { _ in nil } }
+        #expect(throws: UsageError.self) { try Configuration.parse(arguments: ["--accounts-dir="]) { _ in nil } }
+    }
+}
