@@ -200,7 +200,36 @@ do {
     print("add p50 with \(backlog) jobs queued: \(ms(full)) vs \(ms(empty)) empty; ratio \(String(format: "%.2f", full / empty)) (target <= 1.2)")
 }
 
-// 5. Idle: wakeups and memory over a window, without and with a watchdog.
+// 5. Add latency with accounts configured (accounts_dir with the caller's
+// token file: its uid looked up, its file looked at, on every add) vs
+// without, two daemons sampled in turn so both see the same machine.
+do {
+    let accounts = scratch + "/accounts"
+    try FileManager.default.createDirectory(atPath: accounts, withIntermediateDirectories: true)
+    let me = Users.name(ofUser: Users.effectiveUserID) ?? "root"
+    _ = FileManager.default.createFile(atPath: "\(accounts)/\(me)", contents: Data("esk_bench\n".utf8), attributes: [.posixPermissions: 0o600])
+    let plain = try startDaemon()
+    let withAccounts = DaemonHarness(arguments: ["--accounts-dir", accounts])
+    try withAccounts.start()
+    let a = try RawClient(path: plain.socketPath), b = try RawClient(path: withAccounts.socketPath)
+    var without: [Double] = [], with: [Double] = []
+    for _ in 0..<samples {
+        var start = now()
+        _ = try add(a)
+        without.append(now() - start)
+        start = now()
+        _ = try add(b)
+        with.append(now() - start)
+    }
+    let accountsOfJobs = try Connection(path: withAccounts.stateDirectory + "/expensed.db").query("SELECT DISTINCT account FROM jobs") { $0.string(0) }
+    plain.stop()
+    withAccounts.stop()
+    precondition(accountsOfJobs == [me], "the adds went to \(accountsOfJobs), not \(me)'s account")
+    let p50With = percentile(with, 0.5), p50Without = percentile(without, 0.5)
+    print("add p50 with accounts_dir: \(ms(p50With)) vs \(ms(p50Without)) without; ratio \(String(format: "%.2f", p50With / p50Without)) (target <= 1.1)")
+}
+
+// 6. Idle: wakeups and memory over a window, without and with a watchdog.
 for (label, env) in [("no watchdog", [String: String]()), ("WatchdogSec=30s", ["WATCHDOG_USEC": "30000000"])] {
     let daemon = try startDaemon(environment: env)
     let pid = daemon.process!.pid

@@ -6,7 +6,7 @@ _expensectl()
     _init_completion || return
 
     local subcommands="add list show retry discard status watch sync stats edit delete resolve help"
-    local global="--socket --json --help --version"
+    local global="--socket --json --account --all-accounts --help --version"
     local fields="--merchant --amount --currency --date --category --comment --tax-tag"
 
     case $prev in
@@ -19,6 +19,9 @@ _expensectl()
         --currency)
             COMPREPLY=($(compgen -W "EUR USD GBP CHF JPY CAD AUD SEK NOK DKK PLN CZK" -- "$cur"))
             return ;;
+        --account)
+            COMPREPLY=($(compgen -u -- "$cur"))
+            return ;;
         --merchant|--amount|--date|--category|--comment|--tax-tag|--client-id|--timeout)
             return ;;
     esac
@@ -26,7 +29,7 @@ _expensectl()
     local subcommand="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            --socket) ((i++)) ;;
+            --socket|--account) ((i++)) ;;
             -*) ;;
             *) subcommand=${words[i]}; break ;;
         esac
@@ -42,7 +45,7 @@ _expensectl()
         help) COMPREPLY=($(compgen -W "$subcommands" -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$options --json --socket --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "$options --json --socket --account --all-accounts --help" -- "$cur"))
     fi
 } &&
     complete -F _expensectl expensectl
