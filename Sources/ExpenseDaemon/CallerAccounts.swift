@@ -26,6 +26,8 @@ struct CallerAccounts: Sendable {
 
     /// The account of `uid`, or nil with why not ("uid 1003 ('carol') has no account: …").
     func account(ofUID uid: UInt32) -> (account: String?, reason: String) {
+        // One account: no user database to ask.
+        if tokens.directory == nil { return (AccountName.defaultName, "") }
         let name = Users.name(ofUser: uid)
         if let account = tokens.account(ofUser: name) { return (account, "") }
         return (nil, "\(Self.describe(uid: uid, name: name)) has no account: \(missingAccount(name: name))")
@@ -34,6 +36,7 @@ struct CallerAccounts: Sendable {
     /// A spool file's owner's account, or nil with the reason its rejection
     /// gives ("is owned by " comes before it).
     func account(ofOwner uid: UInt32) -> (account: String?, reason: String) {
+        if tokens.directory == nil { return (AccountName.defaultName, "") }
         let name = Users.name(ofUser: uid)
         if let account = tokens.account(ofUser: name) { return (account, "") }
         return (nil, "\(Self.describe(uid: uid, name: name)), who has no account: \(missingAccount(name: name))")

@@ -33,8 +33,8 @@ public final class Drainer: Sendable {
     /// server (reachable, refusing the token, the last error) is not here:
     /// it is the ``ServerRecord``, which only this type changes.
     struct State: ~Copyable {
-        /// `sync` asked for a pass even while paused.
-        var forced = false
+        /// `sync` asked for a pass even while paused: for every account, or for these.
+        var forcedAll = false
         var refreshRequested = false
         var lastRefresh: UInt64?
         /// A pass is running, and the monotonic time of its last progress.
@@ -43,7 +43,6 @@ public final class Drainer: Sendable {
         var stats = SyncStats()
         /// The statistics since start of each account.
         var accountStats: [String: SyncStats] = [:]
-        /// Accounts whose pause `sync` ended: their token is used as it is.
         var forcedAccounts: Set<String> = []
         var timer: Task<Void, Never>?
         /// The daemon is stopping: claim nothing more.
@@ -98,9 +97,13 @@ public final class Drainer: Sendable {
     /// what the caller sees next (say the summary `sync --wait` follows) is
     /// the truth from now on, not the refusal of a token just replaced.
     public func sync(refresh: Bool, scope: AccountScope = .all) {
-        state.withLock {
-            $0.forced = true
-            if refresh { $0.refreshRequested = true }
+        state.withLock { state in
+            // Only the caller's scope: alice's sync ends no pause of bob's.
+            switch scope {
+            case .all: state.forcedAll = true
+            case .account(let account): state.forcedAccounts.insert(account)
+            }
+            if refresh { state.refreshRequested = true }
         }
         for account in record.current.pausedAccounts.sorted() where scope.contains(account) {
             let source = tokens.source(for: account)
@@ -152,9 +155,12 @@ public final class Drainer: Sendable {
     /// One pass: send until nothing is eligible, the server is unreachable,
     /// or it refuses our credentials; then refresh when due.
     private func pass() async {
-        let forced = state.withLock { state -> Bool in
-            defer { state.forced = false }
-            return state.forced
+        let (forcedAll, forcedAccounts) = state.withLock { state -> (Bool, Set<String>) in
+            defer {
+                state.forcedAll = false
+                state.forcedAccounts = []
+            }
+            return (state.forcedAll, state.forcedAccounts)
         }
         if tokens.hasDefaultAccount && tokens.directory == nil {
             // The single-account setup: its token file is read before each pass, as it always was.
@@ -171,7 +177,8 @@ public final class Drainer: Sendable {
             let source = tokens.source(for: account)
             let changed = source.reloadIfChanged()
             let generation = source.generation
-            let paused = updateServer { $0.resume(account: account, tokenGeneration: generation, force: forced) }
+            let force = forcedAll || forcedAccounts.contains(account)
+            let paused = updateServer { $0.resume(account: account, tokenGeneration: generation, force: force) }
             if !paused { logger.info(changed ? "Token file read; sending resumes with its token" : "Sending resumes", account: account) }
         }
         begin()
