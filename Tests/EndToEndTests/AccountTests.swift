@@ -215,6 +215,24 @@ import Testing
         try waitUntil(timeout: 30, "bob's expense on the server") { try h.serverRows().contains { $0.transactionID == bob && $0.user == "bob" } }
     }
 
+    /// What each account's other devices made comes with that account's
+    /// refresh (its token, its cursor) into its own part of the cache.
+    @Test func refresh_bringsEachAccountsExpensesIntoItsOwnCache() throws {
+        let h = try AccountHarness()
+        defer { h.users.remove() }
+        let fromAlice = try h.createOnServer(as: "alice", merchant: "Alice Elsewhere")
+        let fromBob = try h.createOnServer(as: "bob", merchant: "Bob Elsewhere")
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        try waitUntil(timeout: 30, "both refreshed") { try h.listed("root", ["--all-accounts"]) == [fromAlice, fromBob] }
+        #expect(try h.listed("alice") == [fromAlice])
+        #expect(try h.listed("bob") == [fromBob])
+        let later = try h.createOnServer(as: "bob", merchant: "Bob Later")
+        #expect(try h.ctl("bob", ["sync", "--refresh", "--wait"]).status == 0)
+        try waitUntil(timeout: 30, "bob's later one") { try h.listed("bob") == [fromBob, later] }
+        #expect(try h.listed("alice") == [fromAlice])
+    }
+
     @Test func adminGroupThatDoesNotExist_stopsTheDaemonAtStart() throws {
         let daemon = DaemonHarness(arguments: ["--admin-group", "no-such-group-\(getpid())"])
         let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)

@@ -114,6 +114,19 @@ public final class AccountHarness: @unchecked Sendable {
         guard result.status == 0 else { throw TestFailure("drop as \(role): \(result.stderr)") }
     }
 
+    /// Makes an expense on the server as `role`'s server user (another
+    /// device of theirs); returns its transaction id.
+    public func createOnServer(as role: String, merchant: String) throws -> String {
+        guard let server, let token = tokens[role] else { throw TestFailure("no server, or no token for \(role)") }
+        let key = ClientID.make()
+        let body: JSONValue = ["merchant": .string(merchant), "amount": "2.00", "currency": "EUR", "date": "2026-11-02"]
+        let response = try server.connect().request("POST", "/v1/expenses", headers: [
+            ("Authorization", "Bearer \(token)"), ("Idempotency-Key", "\"\(key)\""), ("Content-Type", "application/json"),
+        ], body: body.serializedBytes())
+        guard response.status == 201 else { throw TestFailure("create on the server as \(role): \(response.status)") }
+        return TransactionID.derive(from: key)
+    }
+
     /// Every expense row of the server, with the name of the server user it belongs to.
     public func serverRows() throws -> [(transactionID: String, user: String, merchant: String?)] {
         let db = try Connection(path: "\(serverData)/expense-server.db", readOnly: true)
