@@ -26,20 +26,45 @@ struct CallerAccounts: Sendable {
 
     /// The account of `uid`, or nil with why not ("uid 1003 ('carol') has no account: …").
     func account(ofUID uid: UInt32) -> (account: String?, reason: String) {
-        // One account: no user database to ask.
-        if tokens.directory == nil { return (AccountName.defaultName, "") }
-        let name = Users.name(ofUser: uid)
-        if let account = tokens.account(ofUser: name) { return (account, "") }
-        return (nil, "\(Self.describe(uid: uid, name: name)) has no account: \(missingAccount(name: name))")
+        let (account, who, problem) = lookup(uid)
+        return (account, problem.map { "\(who) has no account now: \($0)" } ?? "\(who) has no account: \(missingAccount(name: who.name))")
     }
 
     /// A spool file's owner's account, or nil with the reason its rejection
     /// gives ("is owned by " comes before it).
     func account(ofOwner uid: UInt32) -> (account: String?, reason: String) {
-        if tokens.directory == nil { return (AccountName.defaultName, "") }
-        let name = Users.name(ofUser: uid)
-        if let account = tokens.account(ofUser: name) { return (account, "") }
-        return (nil, "\(Self.describe(uid: uid, name: name)), who has no account: \(missingAccount(name: name))")
+        let (account, who, problem) = lookup(uid)
+        return (account, problem.map { "\(who), whose account cannot be told now: \($0)" }
+                    ?? "\(who), who has no account: \(missingAccount(name: who.name))")
+    }
+
+    /// Who `uid` is and its account; a problem when that cannot be told
+    /// now (the user database or the token file could not be asked): then
+    /// no account, never the default one, which may not be theirs.
+    private func lookup(_ uid: UInt32) -> (account: String?, who: Who, problem: String?) {
+        // One account: no user database to ask.
+        if tokens.directory == nil { return (AccountName.defaultName, Who(uid: uid, name: nil), nil) }
+        let name: String?
+        switch Users.lookup(user: uid) {
+        case .name(let found): name = found
+        case .none: name = nil
+        case .failed(let code):
+            return (nil, Who(uid: uid, name: nil), "the user database could not be asked (\(SystemCallError(call: "getpwuid_r", errno: code)))")
+        }
+        let who = Who(uid: uid, name: name)
+        do {
+            guard let account = try tokens.account(ofUser: name) else { return (nil, who, nil) }
+            return (account, who, nil)
+        } catch {
+            return (nil, who, error.description)
+        }
+    }
+
+    /// A uid and its name, as messages show them.
+    struct Who: CustomStringConvertible {
+        let uid: UInt32
+        let name: String?
+        var description: String { CallerAccounts.describe(uid: uid, name: name) }
     }
 
     /// Root, or a member of `admin_group`.

@@ -53,6 +53,11 @@ extension Configuration {
         if favaKeys && backend != .fava {
             throw ConfigurationError("fava_expense_account and fava_funding_account need backend = fava (backend is \(backend.rawValue))")
         }
+        if accountsDirectory != nil && backend != .expenseServer {
+            // ihatemoney's project and fava's ledger are one pot for every
+            // token: each account's refresh would see the others' records.
+            throw ConfigurationError("accounts_dir needs backend = expense-server, whose users keep their expenses apart (backend is \(backend.rawValue))")
+        }
         guard serverURL != nil else { return }
         switch backend {
         case .expenseServer, .fava:

@@ -91,6 +91,13 @@ public enum Daemon {
         for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
 
         let access = try accessPolicy(configuration)
+        if let directory = configuration.accountsDirectory {
+            // A mistyped or unreadable accounts_dir would give every caller
+            // the default account, or none: refuse to start instead.
+            guard (try? FileSystem.contents(of: directory)) != nil else {
+                throw StartupFailure(code: .config, message: "Refusing to start: accounts_dir '\(directory)' is not a directory expensed can read")
+            }
+        }
         let tokens = AccountTokens(tokenFile: configuration.tokenFile, accountsDirectory: configuration.accountsDirectory)
         let callers = CallerAccounts(tokens: tokens, adminGroupID: access.adminGroupID, adminGroupName: access.adminGroupName)
         if let directory = configuration.accountsDirectory {

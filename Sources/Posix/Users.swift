@@ -14,14 +14,26 @@ public enum Users {
         return group.gr_gid
     }
 
-    /// The login name of `uid` (`getpwuid_r(3)`), or nil when the password
-    /// database has none (a uid without a name has no account).
-    public static func name(ofUser uid: UInt32) -> String? {
+    /// What the password database says of a uid.
+    public enum Lookup: Equatable, Sendable {
+        case name(String)
+        /// It has no entry: a uid without a name.
+        case none
+        /// It could not be asked (a name service down, a buffer too small):
+        /// the answer is unknown, which is not "no such user".
+        case failed(Int32)
+    }
+
+    /// The login name of `uid` (`getpwuid_r(3)`).
+    public static func lookup(user uid: UInt32) -> Lookup {
         var entry = passwd()
         var buffer = [CChar](repeating: 0, count: 16384)
         var result: UnsafeMutablePointer<passwd>?
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return nil }
-        return String(cString: name)
+        let code = getpwuid_r(uid, &entry, &buffer, buffer.count, &result)
+        // 0 with no entry, or one of the codes getpwuid_r(3) gives for "not found".
+        guard [0, ENOENT, ESRCH, EBADF, EPERM].contains(code) else { return .failed(code) }
+        guard result != nil, let name = entry.pw_name else { return .none }
+        return .name(String(cString: name))
     }
 
     /// This process's effective uid.

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ExpenseCore
 import Posix
 import Synchronization
@@ -17,6 +20,10 @@ public final class AccountTokens: Sendable {
     let fallback: TokenSource?
     /// The uid that must own every file of `accounts_dir`.
     let owner: UInt32
+    /// The name of `token_file` when it lies in `accounts_dir` (systemd's
+    /// credentials directory holds both): the default account's file, not
+    /// a user's account.
+    let defaultFileName: String?
     private let sources = Mutex<[String: TokenSource]>([:])
 
     /// - Parameters:
@@ -26,6 +33,24 @@ public final class AccountTokens: Sendable {
         directory = accountsDirectory
         self.owner = owner
         fallback = accountsDirectory == nil || tokenFile != nil ? TokenSource(configuredPath: tokenFile) : nil
+        defaultFileName = tokenFile.flatMap { file in
+            guard let directory = accountsDirectory, let slash = file.lastIndex(of: "/") else { return nil }
+            return Self.trimmed(String(file[..<slash])) == Self.trimmed(directory) ? String(file[file.index(after: slash)...]) : nil
+        }
+    }
+
+    /// A directory's path without trailing slashes, to compare two spellings.
+    static func trimmed(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    /// Why the account of a user cannot be told now: their file could not
+    /// be looked at (not "it is not there"), so filing their work under the
+    /// default account could hand it to the wrong one.
+    public struct Unknown: Error, Sendable, CustomStringConvertible {
+        public let description: String
     }
 
     /// Whether callers without a file of their own have the default account.
@@ -40,10 +65,19 @@ public final class AccountTokens: Sendable {
     /// The account of the local user `name` (nil: a uid without a name):
     /// their own when `accounts_dir` has their file, else the default
     /// account when there is one, else none.
-    public func account(ofUser name: String?) -> String? {
+    /// - Throws: ``Unknown`` when the file could not be looked at for a
+    ///   reason other than its absence.
+    public func account(ofUser name: String?) throws(Unknown) -> String? {
         guard let directory else { return AccountName.defaultName }
-        if let name, Self.isFileName(name), (try? FileSystem.status("\(directory)/\(name)", followLinks: false)) != nil {
-            return name
+        if let name, Self.isFileName(name), name != defaultFileName {
+            do {
+                _ = try FileSystem.status("\(directory)/\(name)", followLinks: false)
+                return name
+            } catch where error.errno == ENOENT {
+                // No file: the default account, if any.
+            } catch {
+                throw Unknown(description: "cannot look at its token file: \(error)")
+            }
         }
         return hasDefaultAccount ? AccountName.defaultName : nil
     }
@@ -64,7 +98,7 @@ public final class AccountTokens: Sendable {
         return sources.withLock { sources in
             if let known = sources[account] { return known }
             let made: TokenSource
-            if let directory, account != AccountName.defaultName, Self.isFileName(account) {
+            if let directory, account != AccountName.defaultName, account != defaultFileName, Self.isFileName(account) {
                 made = TokenSource(accountFile: "\(directory)/\(account)", owner: owner)
             } else {
                 made = TokenSource(missing: "no token_file is configured for the default account")
@@ -79,7 +113,7 @@ public final class AccountTokens: Sendable {
     func accountsToRefresh() -> [String] {
         var accounts = hasDefaultAccount ? [AccountName.defaultName] : []
         if let directory, let names = try? FileSystem.contents(of: directory) {
-            accounts += names.compactMap(\.string).filter(Self.isFileName).sorted()
+            accounts += names.compactMap(\.string).filter { Self.isFileName($0) && $0 != defaultFileName }.sorted()
         }
         return accounts
     }

@@ -233,6 +233,13 @@ import Testing
         #expect(try h.listed("alice") == [fromAlice])
     }
 
+    @Test func accountsDirectoryThatIsNotThere_stopsTheDaemonAtStart() throws {
+        let daemon = DaemonHarness(arguments: ["--accounts-dir", "/nonexistent/accounts-\(getpid())"])
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("accounts_dir '/nonexistent/accounts-\(getpid())' is not a directory expensed can read"), "\(result.stderr)")
+    }
+
     @Test func adminGroupThatDoesNotExist_stopsTheDaemonAtStart() throws {
         let daemon = DaemonHarness(arguments: ["--admin-group", "no-such-group-\(getpid())"])
         let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)

@@ -185,6 +185,15 @@ import Testing
         #expect(throws: ConfigurationError.self, "\(text)") { try configuration.apply(fileText: text, path: "c") }
     }
 
+    @Test(arguments: ["ihatemoney", "fava"])
+    func accountsWithABackendWithoutUsers_areRefused(_ backend: String) {
+        // One project or ledger for every token: accounts could not be kept apart.
+        let text = "backend = \(backend)\naccounts_dir = /etc/expensed/accounts\n" + (backend == "ihatemoney" ? "ihatemoney_payer = A\n" : "")
+        #expect(throws: ConfigurationError.self) {
+            try Configuration.parse(arguments: ["--config", "x.conf"]) { _ in text }
+        }
+    }
+
     @Test func accountFlagWithoutValue_isAUsageError() {
         #expect(throws: UsageError.self) { try Configuration.parse(arguments: ["--accounts-dir"]) { _ in nil } }
         #expect(throws: UsageError.self) { try Configuration.parse(arguments: ["--accounts-dir="]) { _ in nil } }

@@ -62,3 +62,32 @@ import Testing
         #expect(tokens.generation == 3)
     }
 }
+
+/// Which account a local user has, from `accounts_dir` and `token_file`.
+@Suite struct AccountTokensTests {
+    /// systemd's layout: `--accounts-dir %d --token-file %d/token`, one directory for both.
+    @Test func tokenFileInTheAccountsDirectory_isTheDefaultAccountsNotAUsers() throws {
+        let dir = TemporaryDirectory()
+        for name in ["token", "alice"] {
+            _ = FileManager.default.createFile(atPath: dir.at(name), contents: Data("esk_\(name)\n".utf8), attributes: [.posixPermissions: 0o600])
+        }
+        let tokens = AccountTokens(tokenFile: dir.at("token"), accountsDirectory: dir.path + "/")
+        #expect(tokens.accountsToRefresh() == ["", "alice"], "the default account once, no account named 'token'")
+        #expect(try tokens.account(ofUser: "alice") == "alice")
+        #expect(try tokens.account(ofUser: "token") == "", "a user named as the file has the default account, not the file as theirs")
+        #expect(try tokens.account(ofUser: "bob") == "")
+        // Apart, the file's name is a name like any other.
+        let apart = AccountTokens(tokenFile: "/etc/expensed/token", accountsDirectory: dir.path)
+        #expect(apart.accountsToRefresh() == ["", "alice", "token"])
+    }
+
+    @Test func userFileThatCannotBeLookedAt_isNoAccount_notTheDefault() throws {
+        let dir = TemporaryDirectory()
+        // accounts_dir replaced by a file while the daemon runs: lstat of a
+        // user's file fails with ENOTDIR, which does not say it is absent.
+        _ = FileManager.default.createFile(atPath: dir.at("accounts"), contents: Data())
+        let tokens = AccountTokens(tokenFile: dir.at("default"), accountsDirectory: dir.at("accounts"))
+        #expect(throws: AccountTokens.Unknown.self) { try tokens.account(ofUser: "alice") }
+        #expect(try tokens.account(ofUser: nil) == "", "a uid without a name has the default account")
+    }
+}

@@ -206,7 +206,7 @@ do {
 do {
     let accounts = scratch + "/accounts"
     try FileManager.default.createDirectory(atPath: accounts, withIntermediateDirectories: true)
-    let me = Users.name(ofUser: Users.effectiveUserID) ?? "root"
+    guard case .name(let me) = Users.lookup(user: Users.effectiveUserID) else { fatalError("this user has no name") }
     _ = FileManager.default.createFile(atPath: "\(accounts)/\(me)", contents: Data("esk_bench\n".utf8), attributes: [.posixPermissions: 0o600])
     let plain = try startDaemon()
     let withAccounts = DaemonHarness(arguments: ["--accounts-dir", accounts])
