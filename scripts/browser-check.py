@@ -17,7 +17,7 @@ import sys
 import time
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -48,13 +48,31 @@ def no_dialog(driver, where):
     raise AssertionError(f"a dialog opened on {where}: {text!r}")
 
 
+def page_left(old):
+    """A wait condition: the page `old` (an element of it) was on has been
+    left. chromedriver says so by a stale element, or, when the element's
+    document was replaced at the moment it is asked, by "Node with given id
+    does not belong to the document" (EC.staleness_of takes only the first)."""
+    def left(_):
+        try:
+            old.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+    return left
+
+
 def click_and_load(driver, element):
     """Clicks what navigates, and waits for the next page to be loaded
     (the old one gone, the new one complete): a lookup right after a
     click could otherwise still see the old page."""
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 20).until(EC.staleness_of(old))
+    WebDriverWait(driver, 20).until(page_left(old))
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
@@ -195,7 +213,7 @@ try:
     check(driver.current_url.endswith("/sign-in"), "signed out to the sign-in page")
     old = driver.find_element(By.TAG_NAME, "html")
     driver.back()
-    WebDriverWait(driver, 20).until(EC.staleness_of(old))
+    WebDriverWait(driver, 20).until(page_left(old))
     WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
     source = driver.page_source
     measured["after_back_url"] = driver.current_url
