@@ -88,9 +88,16 @@ import Testing
         for connection in held { #expect(try connection.readResponse().status == 100) }
         let extra = try server.connect()
         #expect(extra.waitForClose(timeout: 10))
-        for connection in held {
+        for (index, connection) in held.enumerated() {
             try connection.send("{}")
             #expect(try connection.readResponse(method: "POST").status == 201)
+            // The server begins a connection's wait for its next head when
+            // the exchange completes, after the answer went out, and logs
+            // the exchange right after that: waiting for the line makes the
+            // waits begin in this order even when a thread is slow to run.
+            try waitUntil(timeout: 10, "the access line of answer \(index + 1)") {
+                server.process.accessLog.filter { $0.hasPrefix("POST /v1/expenses 201 ") }.count == index + 1
+            }
         }
         // All four now wait for their next head; a newcomer takes the place
         // of the one that has waited longest, and the others stay.
