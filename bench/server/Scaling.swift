@@ -13,14 +13,21 @@ struct Scaling {
     let settings: Settings
     let scratch = TemporaryDirectory(prefix: "bench-scaling")
     let clients: Int
+    /// Each server process's CPU budget, when `--server-cpu` gives one.
+    let quota: CPUQuota?
 
-    init(_ settings: Settings) {
+    init(_ settings: Settings) throws {
         self.settings = settings
         clients = settings.scalingClients
+        quota = try settings.serverCPU.map { try CPUQuota(fraction: $0) }
     }
 
     func report() throws {
+        defer { quota?.release() }
         print("expense-server on PostgreSQL and SQLite: \(clients) clients, one user each, \(settings.seconds) s per row")
+        if let quota {
+            print("each server process held to \(quota.fraction) of a core (a cgroup cpu quota of its own), standing for a machine of its own")
+        }
         print("server: \(settings.server)")
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; \(Self.load())")
         print("busiest processes before: \(Self.busiest())")
@@ -43,6 +50,7 @@ struct Scaling {
         print("storage      processes  path      users  creates/s   p50 ms   p99 ms  errors   ratio   CPU µs per create: server postgres haproxy client")
         let sqlite = try ServerProcess(dataDirectory: scratch.at("sqlite"), arguments: ["--max-connections", "512"],
                                        executable: settings.server, outputDirectory: scratch.path)
+        try quota?.confine(sqlite.child.pid)
         let sqliteTokens = try users(dataDirectory: sqlite.dataDirectory, database: nil)
         let alone = CPUGroups(servers: [sqlite.child.pid], postmaster: nil, balancer: nil)
         row("SQLite", 1, "direct", sqliteTokens.count, alone, bound) { measureCreates(clients: clients, seconds: settings.seconds, port: sqlite.port, tokens: sqliteTokens) }
@@ -52,6 +60,7 @@ struct Scaling {
         for processes in settings.processes {
             let servers = try ServerCluster(processes: processes, database: try cluster.makeDatabase(),
                                             arguments: ["--max-connections", "512"], executable: settings.server)
+            for index in 0..<processes { try quota?.confine(try servers.process(index).child.pid) }
             let tokens = try users(dataDirectory: servers.directory.at("users"), database: servers.storage.database)
             let groups = CPUGroups(servers: try (0..<processes).map { try servers.process($0).child.pid }, postmaster: cluster.pid,
                                    balancer: servers.balancer.pid)
@@ -77,6 +86,7 @@ struct Scaling {
         print("receipts: PUT /v1/expenses/{id}/receipt, \(settings.receiptClients) clients, one process, direct")
         print("storage      size        uploads/s   MiB/s    p50 ms   p99 ms   errors")
         let postgresOne = try ServerCluster(processes: 1, database: try cluster.makeDatabase(), startBalancer: false)
+        try quota?.confine(try postgresOne.process(0).child.pid)
         for size in [200 << 10, 10 << 20] {
             for (name, port, token) in [("SQLite", sqlite.port, sqlite.token), ("PostgreSQL", try postgresOne.process(0).port, postgresOne.token)] {
                 let m = measureUploads(size: size, clients: settings.receiptClients, seconds: settings.seconds, port: port, token: token)

@@ -16,7 +16,7 @@
 // expenses, and the export's rows per second beside sqlite3 -csv (Web.swift).
 //
 // Usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]
-//        bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]
+//        bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4] [--server-cpu FRACTION]
 //        bench-server --web [--server PATH] [--seconds S]
 import ExpenseTestSupport
 import Foundation
@@ -31,6 +31,7 @@ struct Settings {
     var web = false
     var scalingClients = 32
     var processes = [1, 2, 4]
+    var serverCPU: Double?
 
     init(_ arguments: [String]) {
         var it = arguments.makeIterator()
@@ -45,9 +46,12 @@ struct Settings {
             case "--web": web = true
             case "--scaling-clients": scalingClients = it.next().flatMap(Int.init) ?? scalingClients
             case "--processes": processes = (it.next() ?? "").split(separator: ",").compactMap { Int($0) }
+            case "--server-cpu":
+                guard let value = it.next().flatMap(Double.init) else { print("bench-server: --server-cpu needs a fraction of a core"); exit(64) }
+                serverCPU = value
             default:
                 print("usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]")
-                print("       bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4]")
+                print("       bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4] [--server-cpu FRACTION]")
                 print("       bench-server --web [--server PATH] [--seconds S]")
                 exit(64)
             }
