@@ -16,12 +16,7 @@ import Testing
     func anEntryMissingHalfItsMarker_isFoundNotMadeAgain(_ removed: Removed) throws {
         // The daemon dies once fava answered the create, before recording
         // it: the next start must look the entry up before sending again.
-        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
-        try h.daemon.start()
-        let id = try h.add(merchant: "Garage", amount: "99.00")
-        let crashed = try #require(h.daemon.process)
-        #expect(crashed.waitForExit(timeout: 60) != nil, "the daemon died at the fault point")
-        #expect(try h.fava.loadLedger().transactions(linked: id).count == 1, "fava committed before the crash")
+        let (h, id) = try FavaHarness.crashedWithACreateInFlight()
 
         let text = try String(contentsOfFile: h.fava.ledgerPath, encoding: .utf8)
         var lines = text.components(separatedBy: "\n")
@@ -37,7 +32,6 @@ import Testing
         }
         #expect(ours(try h.fava.loadLedger()).count == 1)
 
-        h.daemon.environment = [:]
         try h.daemon.start()
         do {
             try h.waitUntilDrained()

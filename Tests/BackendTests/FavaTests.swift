@@ -36,6 +36,21 @@ final class FavaHarness: @unchecked Sendable {
         fava.stop()
     }
 
+    /// A harness whose daemon died once fava answered a create, before it
+    /// recorded the answer (`after-response:kill`), with the entry committed
+    /// in the ledger; its next start runs without the fault.
+    /// - Returns: the harness and the create's transaction id.
+    static func crashedWithACreateInFlight() throws -> (FavaHarness, String) {
+        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
+        try h.daemon.start()
+        let id = try h.add(merchant: "Garage", amount: "99.00")
+        let crashed = try #require(h.daemon.process)
+        #expect(crashed.waitForExit(timeout: 60) != nil, "the daemon died at the fault point")
+        #expect(try h.fava.loadLedger().transactions(linked: id).count == 1, "fava committed before the crash")
+        h.daemon.environment = [:]
+        return (h, id)
+    }
+
     /// Adds an expense with `expensectl add`; returns its transaction id.
     @discardableResult
     func add(merchant: String, amount: String, category: String = "Meals", comment: String? = nil, receipt: String? = nil) throws -> String {
@@ -200,13 +215,7 @@ final class FavaHarness: @unchecked Sendable {
     }
 
     @Test func killWithACreateInFlight_leavesOneEntry() throws {
-        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
-        try h.daemon.start()
-        let id = try h.add(merchant: "Garage", amount: "99.00")
-        let crashed = try #require(h.daemon.process)
-        #expect(crashed.waitForExit(timeout: 60) != nil, "the daemon died at the fault point")
-        #expect(try h.fava.loadLedger().transactions(linked: id).count == 1, "fava committed before the crash")
-        h.daemon.environment = [:]
+        let (h, id) = try FavaHarness.crashedWithACreateInFlight()
         try h.daemon.start()
         try h.waitUntilDrained()
         #expect(try h.fava.loadLedger().transactions(linked: id).count == 1)
