@@ -58,8 +58,8 @@ extension ControlRequest {
                 throw ControlFailure(error.isMissing ? .missingField : .invalidField, error.description, field: error.field)
             }
         case .list:
-            try f.allow([])
-            return .list
+            try f.allow(Set(ListQuery.memberNames))
+            return .list(try listQuery(f))
         case .show:
             try f.allow(["ref"])
             return .show(ref: try f.ref())
@@ -123,6 +123,33 @@ extension ControlRequest {
         return all ? .all : .caller
     }
 
+    /// A `list` request's members as a query, checked as `expensectl` checks its options.
+    private static func listQuery(_ f: Fields) throws(ControlFailure) -> ListQuery {
+        var query = ListQuery()
+        let state = try f.optionalString("state"), sort = try f.optionalString("sort")
+        do throws(FieldError) {
+            if let state { query.state = try ListQuery.State(parsing: state) }
+            if let sort { query.sort = try ListQuery.Sort(parsing: sort) }
+        } catch {
+            throw ControlFailure(.invalidField, error.description, field: error.field)
+        }
+        query.incomplete = try f.optionalBool("incomplete") ?? false
+        query.since = try f.optionalString("since")
+        query.until = try f.optionalString("until")
+        query.merchant = try f.optionalString("merchant")
+        query.category = try f.optionalString("category")
+        query.reverse = try f.optionalBool("reverse") ?? false
+        query.limit = try f.optionalInteger("limit")
+        query.offset = try f.optionalInteger("offset") ?? 0
+        query.totals = try f.optionalBool("totals") ?? false
+        do {
+            try query.check()
+        } catch {
+            throw ControlFailure(.invalidField, error.description, field: error.field)
+        }
+        return query
+    }
+
     /// Reads an object of expense fields, each a string, or null to clear it
     /// (for an add, the same as leaving it out).
     private static func expenseFields(_ value: JSONValue?, field: String, required: Bool) throws(ControlFailure) -> ExpenseFields {
@@ -168,6 +195,15 @@ private struct Fields {
             throw ControlFailure(.invalidField, "\(name) must be a string, got \(value.typeName)", field: name)
         }
         return s
+    }
+
+    /// A whole number, or nil when absent or null.
+    func optionalInteger(_ name: String) throws(ControlFailure) -> Int? {
+        guard let value = members[name], !value.isNull else { return nil }
+        guard case .integer(let number) = value, let int = Int(exactly: number) else {
+            throw ControlFailure(.invalidField, "\(name) must be a whole number, got \(value.typeName)", field: name)
+        }
+        return int
     }
 
     func optionalBool(_ name: String) throws(ControlFailure) -> Bool? {

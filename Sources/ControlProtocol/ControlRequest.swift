@@ -31,7 +31,8 @@ public struct ControlRequest: Sendable, Equatable {
         /// Queue a new expense. `clientID` makes a retried add idempotent;
         /// `hasReceipt` says a descriptor came with the line.
         case add(fields: ExpenseFields, clientID: String?, hasReceipt: Bool)
-        case list
+        /// One page of the expenses a query matches (``ListQuery``).
+        case list(ListQuery)
         case show(ref: String)
         case retry(ref: String)
         case discard(ref: String)
@@ -79,7 +80,9 @@ public struct ControlRequest: Sendable, Equatable {
             members["expense"] = .object(fields.jsonMembers)
             if let clientID { members["client_id"] = .string(clientID) }
             if hasReceipt { members["receipt"] = true }
-        case .list, .status, .watch, .stats:
+        case .list(let query):
+            members.merge(query.jsonMembers) { _, new in new }
+        case .status, .watch, .stats:
             break
         case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref):
             members["ref"] = .string(ref)

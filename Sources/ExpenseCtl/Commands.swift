@@ -41,6 +41,20 @@ let fieldRules = """
     (--category, --comment, --tax-tag) empty.
     """
 
+let listOptions = [
+    CommandOption("--state", valueName: "STATE", help: "only expenses in this state: queued, sending, synced, needs-attention, conflict, deleting"),
+    CommandOption("--incomplete", valueName: nil, help: "only expenses missing a merchant, an amount or a date"),
+    CommandOption("--since", valueName: "YYYY-MM-DD", help: "only expenses dated on or after this day"),
+    CommandOption("--until", valueName: "YYYY-MM-DD", help: "only expenses dated on or before this day"),
+    CommandOption("--merchant", valueName: "TEXT", help: "only merchants containing this text (ignoring case)"),
+    CommandOption("--category", valueName: "NAME", help: "only this category (ignoring case)"),
+    CommandOption("--sort", valueName: "KEY", help: "date, amount, merchant or added (default: added, oldest first)"),
+    CommandOption("--reverse", valueName: nil, help: "the other way round (newest, largest, Z first)"),
+    CommandOption("--limit", valueName: "N", help: "at most N expenses (1 to 100000)"),
+    CommandOption("--offset", valueName: "N", help: "skip the first N matches (the next page)"),
+    CommandOption("--totals", valueName: nil, help: "also total every match per currency, pending work included"),
+]
+
 let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, or a unique prefix of either")
 
 let subcommands: [Subcommand] = [
@@ -55,7 +69,14 @@ let subcommands: [Subcommand] = [
                    expense's transaction id once expensed has stored it durably.
                    \(fieldRules)
                    """, run: runAdd),
-    Subcommand("list", "List expenses: synced ones and those still pending.", run: runList),
+    Subcommand("list", "List expenses: synced ones and those still pending.", options: listOptions,
+               discussion: """
+                   The daemon filters, sorts and pages (one query over its own index), so a
+                   page comes at once from any backlog. Filters combine (all must hold).
+                   Without --limit every match is listed; with it, a note on standard error
+                   gives the next page's --offset. --json prints an array, or with --limit
+                   or --totals the whole answer: expenses, more, totals.
+                   """, run: runList),
     Subcommand("show", "Show one expense and its pending jobs.", arguments: [idArgument], run: runShow),
     Subcommand("retry", "Send an expense's held-back jobs again, now.", arguments: [idArgument], run: runRetry),
     Subcommand("discard", "Drop an expense's pending jobs and receipt file.", arguments: [idArgument],

@@ -75,24 +75,64 @@ func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
 }
 
 func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
-    let result = try context.connect().call(.list, expecting: ExpenseList.self)
+    let query = try listQuery(invocation)
+    let result = try context.connect().call(.list(query), expecting: ExpenseList.self)
     if context.json {
-        Output.out(JSONValue.array(result.expenses.map(\.json)).prettySerialized())
+        // The array alone, as before paging; the whole answer once it says more (a page, totals).
+        if query.limit == nil && !query.totals {
+            Output.out(JSONValue.array(result.expenses.map(\.json)).prettySerialized())
+        } else {
+            context.printJSON(result)
+        }
         return .success
     }
     if result.expenses.isEmpty {
-        Output.out("No expenses.")
-        return .success
+        Output.out(query.offset > 0 ? "No expenses on this page." : "No expenses.")
+    } else {
+        var table = Table(headers: ["TRANSACTION ID", "STATE", "RECEIPT", "DATE", "AMOUNT", "MERCHANT"])
+        for expense in result.expenses {
+            var state = Output.text(expense.state.rawValue)
+            if expense.conflict { state += " (conflict)" }
+            table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
+                               amountText(expense.fields), Output.text(expense.fields.merchant)])
+        }
+        Output.out(table.rendered)
     }
-    var table = Table(headers: ["TRANSACTION ID", "STATE", "RECEIPT", "DATE", "AMOUNT", "MERCHANT"])
-    for expense in result.expenses {
-        var state = Output.text(expense.state.rawValue)
-        if expense.conflict { state += " (conflict)" }
-        table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
-                           amountText(expense.fields), Output.text(expense.fields.merchant)])
+    if let totals = result.totals {
+        var table = Table(headers: ["CURRENCY", "EXPENSES", "TOTAL", "OF WHICH PENDING"])
+        for total in totals {
+            table.rows.append([Output.text(total.currency), String(total.count), Output.text(total.amount),
+                               "\(Output.text(total.pendingAmount)) (\(total.pendingCount))"])
+        }
+        Output.out("\nTotals of every match, queued work included:\n" + (totals.isEmpty ? "no amounts" : table.rendered))
+        if result.withoutAmount > 0 { Output.out("\(result.withoutAmount) without an amount") }
     }
-    Output.out(table.rendered)
+    if result.hasMore {
+        Output.error("expensectl: more expenses match; the next page: --offset \(query.offset + result.expenses.count)")
+    }
     return .success
+}
+
+/// `list`'s options as a query, refused (exit 64) with the daemon's own checks.
+func listQuery(_ invocation: Invocation) throws -> ListQuery {
+    var query = ListQuery()
+    do throws(FieldError) {
+        if let state = invocation.value("--state") { query.state = try ListQuery.State(parsing: state) }
+        if let sort = invocation.value("--sort") { query.sort = try ListQuery.Sort(parsing: sort) }
+        if let limit = invocation.value("--limit") { query.limit = try ListQuery.parseCount(limit, field: "limit") }
+        if let offset = invocation.value("--offset") { query.offset = try ListQuery.parseCount(offset, field: "offset") }
+        query.since = invocation.value("--since")
+        query.until = invocation.value("--until")
+        query.merchant = invocation.value("--merchant")
+        query.category = invocation.value("--category")
+        query.incomplete = invocation.has("--incomplete")
+        query.reverse = invocation.has("--reverse")
+        query.totals = invocation.has("--totals")
+        try query.check()
+    } catch {
+        throw ClientError(status: .usage, message: "--\(error.field): \(error.reason)")
+    }
+    return query
 }
 
 func amountText(_ fields: ExpenseFields) -> String {

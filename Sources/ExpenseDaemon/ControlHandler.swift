@@ -160,8 +160,10 @@ final class ControlHandler: Sendable {
         switch incoming.request.command {
         case .add:
             preconditionFailure("handled above")
-        case .list:
-            return ExpenseList(expenses: try await store.views(in: scope).map(ExpenseSummary.init))
+        case .list(let query):
+            let page = try await store.list(query)
+            return ExpenseList(expenses: page.views.map(ExpenseSummary.init), hasMore: page.hasMore, totals: page.totals,
+                               withoutAmount: page.withoutAmount)
         case .show(let ref):
             return ExpenseDetail(try await store.view(ref: ref, in: scope))
         case .retry(let ref):

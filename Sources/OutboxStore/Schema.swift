@@ -161,5 +161,7 @@ enum Schema {
                 SELECT 'acct//' || name, value FROM counters
                 WHERE (name LIKE 'failures.%' OR name LIKE 'latency.%') AND name != 'failures.transport';
             """),
+        // `list` in SQL: the listing index and the triggers that keep it.
+        Migration(version: 4, sql: ListingSchema.migration),
     ]
 }

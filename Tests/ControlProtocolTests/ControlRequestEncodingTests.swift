@@ -14,7 +14,10 @@ import Testing
     static let commands: [ControlRequest.Command] = [
         .add(fields: ExpenseFields(merchant: "M", amount: "10.00", currency: "EUR", date: "2026-11-29"), clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", hasReceipt: false),
         .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true),
-        .list, .status, .watch, .stats,
+        .list(ListQuery()), .status, .watch, .stats,
+        .list(ListQuery(state: .needsAttention, incomplete: true, since: "2026-01-01", until: "2026-12-31", merchant: "50%_off\\",
+                        category: "Meals", sort: .amount, reverse: true, limit: 50, offset: 100, totals: true)),
+        .list(ListQuery(state: .conflict, sort: .merchant)),
         .show(ref: "cp-0206"), .retry(ref: "cp-0206"), .discard(ref: "1b4e28ba"), .delete(ref: "cp-0206e11a39722b8b0b0d34"),
         .sync(refresh: false), .sync(refresh: true),
         .edit(ref: "cp-0206", fields: cleared),
@@ -33,6 +36,9 @@ import Testing
     }
 
     @Test func theLinesExpensectlSends_areTheDocumentedOnes() {
+        #expect(ControlRequest(id: 5, command: .list(ListQuery())).json.serialized() == #"{"id":5,"op":"list"}"#)
+        #expect(ControlRequest(id: 6, command: .list(ListQuery(state: .needsAttention, sort: .date, limit: 50))).json.serialized()
+                == #"{"id":6,"limit":50,"op":"list","sort":"date","state":"needs_attention"}"#)
         #expect(ControlRequest(id: 1, command: .sync(refresh: false)).json.serialized() == #"{"id":1,"op":"sync","refresh":false}"#)
         #expect(ControlRequest(id: 2, command: .resolve(ref: "cp-1", takeMine: true)).json.serialized() == #"{"id":2,"op":"resolve","ref":"cp-1","take":"mine"}"#)
         #expect(ControlRequest(id: 3, command: .edit(ref: "cp-1", fields: Self.cleared)).json.serialized()

@@ -37,6 +37,26 @@ import ExpenseCore
         (#"{"op":"add","client_id":"not-a-uuid","receipt":true}"#, .invalidField),
         (#"{"op":"add","receipt":"yes"}"#, .invalidField),
         (#"{"op":"list","extra":1}"#, .unknownField),
+        (#"{"op":"list","state":"lost"}"#, .invalidField),
+        (#"{"op":"list","state":5}"#, .invalidField),
+        (#"{"op":"list","sort":"size"}"#, .invalidField),
+        (#"{"op":"list","sort":"DATE"}"#, .invalidField),
+        (#"{"op":"list","since":"2026-13-01"}"#, .invalidField),
+        (#"{"op":"list","since":"yesterday"}"#, .invalidField),
+        (#"{"op":"list","until":"2026-02-30"}"#, .invalidField),
+        (#"{"op":"list","since":"2026-12-01","until":"2026-11-01"}"#, .invalidField),
+        (#"{"op":"list","limit":-1}"#, .invalidField),
+        (#"{"op":"list","limit":0}"#, .invalidField),
+        (#"{"op":"list","limit":100001}"#, .invalidField),
+        (#"{"op":"list","limit":1.5}"#, .invalidField),
+        (#"{"op":"list","limit":"50"}"#, .invalidField),
+        (#"{"op":"list","limit":1e30}"#, .invalidField),
+        (#"{"op":"list","offset":-5}"#, .invalidField),
+        (#"{"op":"list","merchant":""}"#, .invalidField),
+        (#"{"op":"list","merchant":"a\u0000b"}"#, .invalidField),
+        (#"{"op":"list","category":7}"#, .invalidField),
+        (#"{"op":"list","totals":"yes"}"#, .invalidField),
+        (#"{"op":"list","incomplete":1}"#, .invalidField),
         (#"{"id":[1],"op":"status"}"#, .invalidField),
         (#"{"op":"resolve","ref":"cp-1"}"#, .missingField),
         (#"{"op":"resolve","ref":"cp-1","take":"both"}"#, .invalidField),
@@ -48,6 +68,32 @@ import ExpenseCore
             return
         }
         #expect(failure.code == code, "\(text): \(failure)")
+    }
+
+    /// Each bad `list` value is refused naming its member and saying why.
+    @Test(arguments: [
+        (#"{"op":"list","state":"lost"}"#, "state", "unknown state 'lost'"),
+        (#"{"op":"list","sort":"size"}"#, "sort", "unknown sort 'size'; known: date, amount, merchant, added"),
+        (#"{"op":"list","since":"2026-13-01"}"#, "since", "month 13 does not exist"),
+        (#"{"op":"list","until":"soon"}"#, "until", "must be YYYY-MM-DD"),
+        (#"{"op":"list","since":"2026-12-01","until":"2026-11-01"}"#, "until", "is before since"),
+        (#"{"op":"list","limit":-1}"#, "limit", "must be from 1 to 100000, got -1"),
+        (#"{"op":"list","offset":-5}"#, "offset", "must not be negative"),
+    ])
+    func badListValues_nameTheMemberAndWhy(_ text: String, field: String, reason: String) {
+        guard case .failure(let failure) = parse(text) else {
+            Issue.record("accepted: \(text)")
+            return
+        }
+        #expect(failure.field == field, "\(failure)")
+        #expect(failure.message.contains(reason), "\(failure.message)")
+    }
+
+    @Test func list_takesBothSpellingsOfAState() throws {
+        for spelling in ["needs_attention", "needs-attention"] {
+            let request = try parse(#"{"op":"list","state":"\#(spelling)"}"#).get()
+            #expect(request.command == .list(ListQuery(state: .needsAttention)))
+        }
     }
 
     @Test func invalidUTF8_isNamed() {

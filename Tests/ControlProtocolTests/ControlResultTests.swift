@@ -49,6 +49,10 @@ import Testing
         #expect(try Self.roundTrip(Self.detail) == Self.detail)
         #expect(try Self.roundTrip(ExpenseList(expenses: [Self.summary, Self.summary])) == ExpenseList(expenses: [Self.summary, Self.summary]))
         #expect(try Self.roundTrip(ExpenseList(expenses: [])) == ExpenseList(expenses: []))
+        let page = ExpenseList(expenses: [Self.summary], hasMore: true,
+                               totals: [ListTotal(currency: "EUR", count: 3, amount: "40.00", pendingCount: 1, pendingAmount: "12.50")],
+                               withoutAmount: 2)
+        #expect(try Self.roundTrip(page) == page)
         let added = AddResult(transactionID: "cp-1", clientID: "c", state: .synced, receipt: .none, duplicate: true)
         #expect(try Self.roundTrip(added) == added)
         #expect(try Self.roundTrip(DiscardResult(transactionID: "cp-1", discarded: 3)) == DiscardResult(transactionID: "cp-1", discarded: 3))

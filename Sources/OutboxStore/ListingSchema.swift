@@ -1,0 +1,113 @@
+/// The listing index: one row per expense `list` shows, with the values it
+/// shows (pending work folded over the cache, as ``ExpenseView/fold``
+/// does), so that `list` filters, sorts and pages in SQL with indexes
+/// instead of folding every expense in memory.
+///
+/// Triggers on `jobs` and `expenses` keep it in the transaction of every
+/// change to either, whichever code path makes it: there is no second
+/// write to forget. The index only chooses the expenses and their order;
+/// what each shows is folded again from its own rows (`Store.list`), and
+/// `StoreListingTests` hold the two folds to the same answers.
+///
+/// Schema version 4 writes this SQL; it must not change once shipped (a
+/// new migration replaces the triggers instead).
+enum ListingSchema {
+    static let migration = """
+        CREATE TABLE listing (
+            transaction_id TEXT PRIMARY KEY NOT NULL,
+            -- synced, queued, sending, needs_attention or deleting, as ExpenseView.State
+            state TEXT NOT NULL,
+            conflict INTEGER NOT NULL,
+            merchant TEXT, amount TEXT, currency TEXT, date TEXT, category TEXT,
+            -- the amount's value for sorting; its exact parts for totals: the
+            -- signed integer part, the signed fraction digits as an integer,
+            -- and how many fraction digits there are
+            amount_value REAL, amount_units INTEGER, amount_fraction INTEGER, amount_digits INTEGER,
+            -- milliseconds: the server's creation time once synced, the device's before
+            added_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        -- Synced expenses are the many and change seldom: one index per
+        -- order, each ending with the key that breaks ties, and the
+        -- selective filters. Pending work is the few and changes with every
+        -- add and answer: one small index, so that an add writes two more
+        -- pages, not ten. Each index's condition is the text the query uses
+        -- (ListingQuery), which is how SQLite matches a partial index.
+        CREATE INDEX listing_by_added ON listing (added_at, transaction_id) WHERE state = 'synced';
+        CREATE INDEX listing_by_date ON listing (date, transaction_id) WHERE state = 'synced';
+        CREATE INDEX listing_by_amount ON listing (amount_value, transaction_id) WHERE state = 'synced';
+        CREATE INDEX listing_by_merchant ON listing (merchant COLLATE NOCASE, transaction_id) WHERE state = 'synced';
+        CREATE INDEX listing_by_category ON listing (category COLLATE NOCASE) WHERE state = 'synced';
+        CREATE INDEX listing_conflicts ON listing (added_at) WHERE conflict = 1 AND state = 'synced';
+        CREATE INDEX listing_incomplete ON listing (added_at) WHERE \(incomplete) AND state = 'synced';
+        CREATE INDEX listing_pending ON listing (state) WHERE state != 'synced';
+
+        CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_job_update AFTER UPDATE OF state, payload ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_job_delete AFTER DELETE ON jobs BEGIN \(refresh("OLD.transaction_id")) END;
+        CREATE TRIGGER listing_expense_insert AFTER INSERT ON expenses BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_expense_update AFTER UPDATE ON expenses BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_expense_delete AFTER DELETE ON expenses BEGIN \(refresh("OLD.transaction_id")) END;
+
+        -- A database of an earlier version: every expense it holds.
+        \(insert(from: "SELECT transaction_id AS t FROM expenses UNION SELECT transaction_id FROM jobs"));
+        """
+
+    /// An expense missing what an expense needs; the same text in the
+    /// partial index and in the query, which is how SQLite matches them.
+    static let incomplete = "(merchant IS NULL OR amount IS NULL OR date IS NULL)"
+
+    /// The statements that bring one expense's row up to date.
+    private static func refresh(_ id: String) -> String {
+        "DELETE FROM listing WHERE transaction_id = \(id); \(insert(from: "SELECT \(id) AS t"));"
+    }
+
+    /// Inserts the rows of the expenses whose ids `ids` (a query of one
+    /// column `t`) yields, those with something to show; then the amount's
+    /// parts, which no index holds, so the second write touches the row alone.
+    private static func insert(from ids: String) -> String {
+        let fields = ["merchant", "amount", "currency", "date", "category"]
+        return """
+            INSERT INTO listing (transaction_id, state, conflict, \(fields.joined(separator: ", ")), amount_value, added_at)
+            SELECT ids.t, \(state), coalesce(e.conflict, 0), \(fields.map(field).joined(separator: ", ")),
+                   CAST(\(field("amount")) AS REAL), \(added)
+            FROM (\(ids)) ids LEFT JOIN expenses e ON e.transaction_id = ids.t
+            WHERE (e.transaction_id IS NOT NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t AND j.kind = 'create'))
+              AND NOT (coalesce(e.deleted, 0) = 1 AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t));
+            UPDATE listing SET amount_units = CAST(amount AS INTEGER),
+                amount_digits = CASE WHEN instr(amount, '.') > 0 THEN length(amount) - instr(amount, '.') ELSE 0 END,
+                amount_fraction = CASE WHEN instr(amount, '.') > 0
+                    THEN CAST(substr(amount, instr(amount, '.') + 1) AS INTEGER) * (CASE WHEN amount LIKE '-%' THEN -1 ELSE 1 END)
+                    ELSE 0 END
+            WHERE transaction_id IN (\(ids)) AND amount IS NOT NULL
+            """
+    }
+
+    /// The state as ``ExpenseView/fold`` decides it.
+    private static let state = """
+        CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t AND j.state = 'needs_attention') THEN 'needs_attention'
+             WHEN coalesce(e.deleted, 0) = 1 OR EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t AND j.kind = 'delete') THEN 'deleting'
+             WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t AND j.state = 'sending') THEN 'sending'
+             WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t) THEN 'queued'
+             ELSE 'synced' END
+        """
+
+    /// A field as it shows: the value of the last create or edit that sets
+    /// or clears it (a clear is the blob x'00' until NULLIF, so that it is
+    /// told apart from no job at all), else the cache's. A payload that is
+    /// not JSON sets nothing, as `JobPayload.decode` reads it.
+    private static func field(_ name: String) -> String {
+        let type = "CASE WHEN json_valid(j.payload) THEN json_type(j.payload, '$.fields.\(name)') END"
+        return """
+            NULLIF(coalesce((SELECT CASE \(type) WHEN 'text' THEN json_extract(j.payload, '$.fields.\(name)') ELSE x'00' END
+                             FROM jobs j WHERE j.transaction_id = ids.t AND j.kind IN ('create', 'edit') AND \(type) IN ('text', 'null')
+                             ORDER BY j.seq DESC LIMIT 1), e.\(name)), x'00')
+            """
+    }
+
+    /// When it was added, in milliseconds: the server's `created_at`
+    /// (`…T09:15:02.123Z`) once cached, else the device's create job's.
+    private static let added = """
+        coalesce(strftime('%s', e.created_at) * 1000 + CAST(substr(strftime('%f', e.created_at), 4) AS INTEGER),
+                 (SELECT min(j.created_at) FROM jobs j WHERE j.transaction_id = ids.t AND j.kind = 'create'), 0)
+        """
+}

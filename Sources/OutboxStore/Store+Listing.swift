@@ -1,0 +1,84 @@
+import ExpenseCore
+import SQLite
+
+/// One page of `list`: the expenses in order, whether more match, and the
+/// totals when asked.
+public struct ListingPage: Sendable, Equatable {
+    public var views: [ExpenseView]
+    /// More expenses match after this page.
+    public var hasMore: Bool
+    /// Per currency, in code order; nil unless asked for.
+    public var totals: [ListTotal]?
+    /// Matching expenses without an amount, which no total holds.
+    public var withoutAmount: Int
+
+    public init(views: [ExpenseView], hasMore: Bool, totals: [ListTotal]?, withoutAmount: Int) {
+        self.views = views
+        self.hasMore = hasMore
+        self.totals = totals
+        self.withoutAmount = withoutAmount
+    }
+}
+
+extension Store {
+    /// The expenses `query` matches, in its order, one page of them, folded
+    /// from their rows as ``view(ref:)`` folds one; the listing index
+    /// chooses which and in what order (``ListingQuery``).
+    public func list(_ query: ListQuery) async throws -> ListingPage {
+        try await database.read { db in
+            let listing = ListingQuery(query)
+            let (sql, values) = listing.page
+            var ids = try db.query(sql, values) { $0.string(0) }
+            var hasMore = false
+            if let limit = query.limit, ids.count > limit {
+                ids.removeLast(ids.count - limit)
+                hasMore = true
+            }
+            var page = ListingPage(views: try Store.views(db, transactionIDs: ids), hasMore: hasMore, totals: nil, withoutAmount: 0)
+            if query.totals { (page.totals, page.withoutAmount) = try Store.totals(db, listing) }
+            return page
+        }
+    }
+
+    /// The views of `transactionIDs`, in that order, in two queries
+    /// whatever their number; an id with nothing to show is left out.
+    static func views(_ db: Connection, transactionIDs ids: [String]) throws -> [ExpenseView] {
+        guard !ids.isEmpty else { return [] }
+        let idList = SQLValue.text(JSONValue.array(ids.map(JSONValue.string)).serialized())
+        let among = "transaction_id IN (SELECT value FROM json_each(?))"
+        var cached: [String: CanonicalExpense] = [:]
+        for expense in try cachedExpenses(db, where: among, [idList]) { cached[expense.transactionID] = expense }
+        var jobs: [String: [PendingJob]] = [:]
+        for (transactionID, job) in try pendingJobs(db, where: among, [idList]) { jobs[transactionID, default: []].append(job) }
+        return ids.compactMap { ExpenseView.fold(cached: cached[$0], jobs: jobs[$0] ?? [], transactionID: $0) }
+    }
+
+    private static func totals(_ db: Connection, _ listing: ListingQuery) throws -> ([ListTotal], Int) {
+        struct Sums { var count = 0, pendingCount = 0, all: DecimalSum, pending: DecimalSum }
+        var byCurrency: [String: Sums] = [:]
+        var withoutAmount = 0
+        let (sql, values) = listing.totals
+        let groups = try db.query(sql, values) { r in
+            (currency: r.optionalString(0), digits: r.int(1), count: r.int(2), units: r.int64(3), fraction: r.int64(4),
+             pendingCount: r.int(5), pendingUnits: r.int64(6), pendingFraction: r.int64(7))
+        }
+        for group in groups {
+            guard let currency = group.currency else {
+                withoutAmount += group.count
+                continue
+            }
+            let digits = Currency.minorUnits(currency) ?? group.digits
+            var sums = byCurrency[currency] ?? Sums(all: DecimalSum(digits: digits), pending: DecimalSum(digits: digits))
+            sums.count += group.count
+            sums.pendingCount += group.pendingCount
+            sums.all.add(units: group.units, fraction: group.fraction, fractionDigits: group.digits)
+            sums.pending.add(units: group.pendingUnits, fraction: group.pendingFraction, fractionDigits: group.digits)
+            byCurrency[currency] = sums
+        }
+        let totals = byCurrency.sorted { $0.key < $1.key }.map { currency, sums in
+            ListTotal(currency: currency, count: sums.count, amount: sums.all.text,
+                          pendingCount: sums.pendingCount, pendingAmount: sums.pending.text)
+        }
+        return (totals, withoutAmount)
+    }
+}

@@ -1,0 +1,270 @@
+import ExpenseCore
+@testable import OutboxStore
+import ExpenseTestSupport
+import Foundation
+import SQLite
+import Testing
+
+/// The listing index (kept by triggers) against the fold in memory
+/// (`ExpenseView.fold` over every row, `Store.views`): after every kind of
+/// change the store makes, through its own methods, each query answers
+/// what filtering and sorting the folded views answers.
+@Suite struct StoreListingTests {
+    static let merchants = ["Blue Bottle", "blue bottle bar", "Café Zed", "Taxi 50%", "ACME_corp", "Zoo", "apple"]
+    static let categories = ["Meals", "meals", "Travel", "Office"]
+    static let currencies = ["EUR", "JPY", "BHD", "USD"]
+
+    /// Random but repeatable work on a store: adds (some incomplete), edits
+    /// that set and clear, deletes, discards, refresh pages (new expenses,
+    /// newer versions, tombstones, conflicts), claims, and answers of each kind.
+    static func churn(_ store: Store, seed: UInt64, steps: Int) async throws {
+        var random = SeededRandom(seed: seed)
+        var now: Int64 = 1_800_000_000_000
+        var serverOnly = 0
+        func someFields(complete: Bool) -> ExpenseFields {
+            let currency = currencies[random.next(currencies.count)]
+            let units = Currency.minorUnits(currency) ?? 2
+            var amount = String(random.next(500))
+            if units > 0 { amount += "." + String(random.next(Int(pow(10, Double(units))))).leftPadded(units) }
+            if random.next(6) == 0 { amount = "-" + amount }
+            if amount.hasPrefix("-0") && amount.allSatisfy({ "-0.".contains($0) }) { amount = "0" + (units > 0 ? "." + String(repeating: "0", count: units) : "") }
+            var fields = ExpenseFields(merchant: merchants[random.next(merchants.count)], amount: amount, currency: currency,
+                                       date: "2026-\(String(1 + random.next(12)).leftPadded(2))-\(String(1 + random.next(28)).leftPadded(2))",
+                                       category: random.next(3) == 0 ? nil : categories[random.next(categories.count)])
+            if !complete {
+                switch random.next(3) {
+                case 0: fields.merchant = nil
+                case 1: fields.amount = nil
+                default: fields.date = nil
+                }
+            }
+            return fields
+        }
+        func anyID() async throws -> String? {
+            let all = try await store.views().map(\.transactionID)
+            return all.isEmpty ? nil : all[random.next(all.count)]
+        }
+        for _ in 0..<steps {
+            now += Int64(1 + random.next(5000))
+            switch random.next(10) {
+            case 0, 1, 2:
+                _ = try await store.enqueueCreate(fields: someFields(complete: random.next(4) != 0), clientID: ClientID.make(), receipt: nil, now: now)
+            case 3:
+                guard let id = try await anyID() else { continue }
+                var change = ExpenseFields()
+                switch random.next(4) {
+                case 0: change.merchant = merchants[random.next(merchants.count)]
+                case 1: change.date = "2025-0\(1 + random.next(9))-15"
+                case 2: change.clear("category")
+                default: change.category = categories[random.next(categories.count)]
+                }
+                _ = try? await store.edit(ref: id, fields: change, now: now)
+            case 4:
+                guard let id = try await anyID() else { continue }
+                _ = try? await store.delete(ref: id, now: now)
+            case 5:
+                guard let id = try await anyID() else { continue }
+                _ = try? await store.discard(ref: id)
+            case 6:
+                // The server's own expenses, and newer versions or tombstones of ours.
+                var page: [CanonicalExpense] = []
+                for _ in 0..<(1 + random.next(4)) {
+                    serverOnly += 1
+                    let id = random.next(3) == 0 ? try await anyID() : nil
+                    let clientID = ClientID.make()
+                    // A newer version of one of ours is its fields with another merchant, as an edit elsewhere makes.
+                    var fields = someFields(complete: true)
+                    if let id, let current = try? await store.view(ref: id) {
+                        fields = current.fields.values
+                        fields.merchant = merchants[random.next(merchants.count)]
+                    }
+                    let created = Timestamp.format(milliseconds: now - Int64(random.next(100_000_000)))
+                    page.append(CanonicalExpense(
+                        transactionID: id ?? TransactionID.derive(from: clientID), clientID: clientID, fields: fields,
+                        version: 1 + random.next(5), createdAt: created, updatedAt: created,
+                        deleted: id != nil && random.next(3) == 0, conflict: random.next(5) == 0))
+                }
+                _ = try await store.storeRefreshPage(page, cursor: "c\(serverOnly)", now: now)
+            case 7:
+                _ = try await store.claim(limit: 1 + random.next(3), now: now)
+            default:
+                let claimed = try await store.claim(limit: 1 + random.next(3), now: now)
+                var answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)] = []
+                for job in claimed {
+                    let update: JobUpdate
+                    switch random.next(3) {
+                    case 0:
+                        let created = Timestamp.format(milliseconds: now)
+                        update = .applied(job.kind == .create
+                            ? CanonicalExpense(transactionID: job.transactionID, clientID: job.uuid, fields: job.fields, createdAt: created, updatedAt: created)
+                            : nil)
+                    case 1: update = .needsAttention(attempts: 1, transientAttempts: 0, error: "422 invalid_field amount", errorClass: "rejected")
+                    default: update = .retry(nextAttemptAt: now + 1000, attempts: 1, transientAttempts: 0, error: "503", errorClass: "transient")
+                    }
+                    answers.append((job, update, false))
+                }
+                _ = try await store.complete(answers, now: now)
+            }
+        }
+    }
+
+    /// When `view` was added, as the listing orders it.
+    static func added(_ view: ExpenseView) -> Int64 {
+        view.createdAt.flatMap(Timestamp.parse) ?? view.jobs.first { $0.kind == .create }?.createdMilliseconds ?? 0
+    }
+
+    /// `query` answered by filtering and sorting the folded views in memory.
+    static func expected(_ views: [ExpenseView], _ query: ListQuery) -> [ExpenseView] {
+        func lower(_ s: String?) -> String? { s.map { String($0.unicodeScalars.map { ("A"..."Z").contains($0) ? Character(Unicode.Scalar($0.value + 32)!) : Character($0) }) } }
+        var matches = views.filter { view in
+            let f = view.fields
+            switch query.state {
+            case nil: break
+            case .conflict?: if !view.conflict { return false }
+            case let state?: if view.state.rawValue != state.rawValue { return false }
+            }
+            if query.incomplete && f.merchant != nil && f.amount != nil && f.date != nil { return false }
+            if let since = query.since, (f.date ?? "") < since { return false }
+            if let until = query.until, f.date == nil || f.date! > until { return false }
+            if let merchant = query.merchant, !(lower(f.merchant)?.contains(lower(merchant)!) ?? false) { return false }
+            if let category = query.category, lower(f.category) != lower(category) { return false }
+            return true
+        }
+        // Nulls first, then the key, then the transaction id; reversed whole.
+        func key(_ view: ExpenseView) -> (Int, Double, String) {
+            switch query.sort {
+            case .date: view.fields.date.map { (1, 0, $0) } ?? (0, 0, "")
+            case .amount: view.fields.amount.map { (1, Double($0)!, "") } ?? (0, 0, "")
+            case .merchant: lower(view.fields.merchant).map { (1, 0, $0) } ?? (0, 0, "")
+            case .added: (1, Double(added(view)), "")
+            }
+        }
+        matches.sort { a, b in
+            let ka = key(a), kb = key(b)
+            if ka != kb { return query.reverse ? ka > kb : ka < kb }
+            return query.reverse ? a.transactionID > b.transactionID : a.transactionID < b.transactionID
+        }
+        let page = matches.dropFirst(query.offset)
+        return Array(query.limit.map { page.prefix($0) } ?? page)
+    }
+
+    static let queries: [ListQuery] = {
+        var queries: [ListQuery] = []
+        for sort in ListQuery.Sort.allCases {
+            for reverse in [false, true] {
+                queries.append(ListQuery(sort: sort, reverse: reverse))
+                queries.append(ListQuery(sort: sort, reverse: reverse, limit: 3, offset: 2))
+            }
+        }
+        for state in ListQuery.State.allCases { queries.append(ListQuery(state: state, sort: .date)) }
+        queries += [
+            ListQuery(incomplete: true), ListQuery(incomplete: true, sort: .amount),
+            ListQuery(since: "2026-03-01"), ListQuery(until: "2026-06-30", sort: .date, reverse: true),
+            ListQuery(since: "2026-03-01", until: "2026-03-31", sort: .merchant),
+            ListQuery(merchant: "BOTTLE"), ListQuery(merchant: "50%", sort: .amount), ListQuery(merchant: "e_c"), ListQuery(merchant: "é"),
+            ListQuery(category: "MEALS", sort: .date), ListQuery(category: "office"),
+            ListQuery(state: .queued, merchant: "bottle", sort: .amount, reverse: true, limit: 2),
+        ]
+        return queries
+    }()
+
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func everyQuery_answersWhatTheFoldInMemoryAnswers(seed: UInt64) async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        for round in 0..<4 {
+            try await Self.churn(store, seed: seed * 100 + UInt64(round), steps: 40)
+            let views = try await store.views()
+            #expect(try await store.list(ListQuery()).views == views, "round \(round): the default order is the old one")
+            for query in Self.queries {
+                let page = try await store.list(query)
+                let expected = Self.expected(views, query)
+                #expect(page.views.map(\.transactionID) == expected.map(\.transactionID), "round \(round): \(query)")
+                #expect(page.views == expected, "round \(round): \(query)")
+            }
+        }
+    }
+
+    @Test func totals_areExactPerCurrency_pendingWorkIncluded() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        try await Self.churn(store, seed: 42, steps: 120)
+        let views = try await store.views()
+        for query in [ListQuery(totals: true), ListQuery(state: .queued, totals: true), ListQuery(category: "meals", limit: 1, totals: true)] {
+            let page = try await store.list(query)
+            // Minor units as integers: an independent sum.
+            var sums: [String: (count: Int, minor: Int, pendingCount: Int, pendingMinor: Int)] = [:]
+            var withoutAmount = 0
+            for view in Self.expected(views, ListQuery(state: query.state, category: query.category)) {
+                guard let amount = view.fields.amount, let currency = view.fields.currency else {
+                    withoutAmount += 1
+                    continue
+                }
+                let minor = Int(amount.replacingOccurrences(of: ".", with: ""))!
+                var sum = sums[currency] ?? (0, 0, 0, 0)
+                sum.count += 1
+                sum.minor += minor
+                if view.state != .synced {
+                    sum.pendingCount += 1
+                    sum.pendingMinor += minor
+                }
+                sums[currency] = sum
+            }
+            func text(_ minor: Int, _ currency: String) -> String {
+                let digits = Currency.minorUnits(currency)!
+                guard digits > 0 else { return String(minor) }
+                let scale = Int(pow(10, Double(digits)))
+                return (minor < 0 ? "-" : "") + "\(abs(minor) / scale)." + String(abs(minor) % scale).leftPadded(digits)
+            }
+            let expected = sums.sorted { $0.key < $1.key }.map { currency, s in
+                ListTotal(currency: currency, count: s.count, amount: text(s.minor, currency), pendingCount: s.pendingCount,
+                          pendingAmount: text(s.pendingMinor, currency))
+            }
+            #expect(page.totals == expected, "\(query)")
+            #expect(page.withoutAmount == withoutAmount, "\(query)")
+            #expect(!expected.isEmpty)
+        }
+    }
+
+    @Test func aPage_saysWhetherMoreFollow() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        for i in 0..<5 {
+            _ = try await store.enqueueCreate(fields: ExpenseFields(merchant: "M\(i)", amount: "1.00", currency: "EUR", date: "2026-01-0\(i + 1)"),
+                                              clientID: ClientID.make(), receipt: nil, now: Int64(i))
+        }
+        let first = try await store.list(ListQuery(limit: 2))
+        #expect(first.views.map(\.fields.merchant) == ["M0", "M1"])
+        #expect(first.hasMore)
+        let last = try await store.list(ListQuery(limit: 2, offset: 4))
+        #expect(last.views.map(\.fields.merchant) == ["M4"])
+        #expect(!last.hasMore)
+        #expect(try await store.list(ListQuery(limit: 5)).hasMore == false)
+        #expect(try await store.list(ListQuery(offset: 9)).views.isEmpty)
+    }
+
+    /// A database of schema version 2, with cached and pending expenses,
+    /// gets its listing filled by the migration.
+    @Test func aVersion2Database_isIndexedByTheMigration() async throws {
+        let dir = TemporaryDirectory()
+        let state = dir.at("state")
+        let expected: [ExpenseView]
+        do {
+            let store = try Store(stateDirectory: state)
+            try await Self.churn(store, seed: 7, steps: 60)
+            expected = try await store.views()
+            #expect(!expected.isEmpty)
+        }
+        // Back to version 2: the index and its triggers as if never made.
+        let db = try Connection(path: "\(state)/expensed.db")
+        for trigger in ["listing_job_insert", "listing_job_update", "listing_job_delete",
+                        "listing_expense_insert", "listing_expense_update", "listing_expense_delete"] {
+            try db.execute("DROP TRIGGER \(trigger)")
+        }
+        try db.execute("DROP TABLE listing")
+        try db.execute("DELETE FROM schema_migrations WHERE version = 3")
+        let store = try Store(stateDirectory: state)
+        #expect(try await store.list(ListQuery()).views == expected)
+        #expect(try await store.list(ListQuery(sort: .merchant)).views == Self.expected(expected, ListQuery(sort: .merchant)))
+    }
+}
