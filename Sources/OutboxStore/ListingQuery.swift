@@ -48,12 +48,17 @@ struct ListingQuery {
         "WHERE " + ([half] + conditions).joined(separator: " AND ")
     }
 
+    /// The sort key's column. For the rare ones (conflicts, incomplete
+    /// expenses) a unary `+` keeps SQLite from walking the order's index
+    /// over every synced expense to find the few: their own partial index
+    /// finds them, and the few are sorted.
     private var sortKey: String {
-        switch query.sort {
-        case .date: "date"
-        case .amount: "amount_value"
-        case .merchant: "merchant"
-        case .added: "added_at"
+        let rare = query.state == .conflict || query.incomplete ? "+" : ""
+        return switch query.sort {
+        case .date: rare + "date"
+        case .amount: rare + "amount_value"
+        case .merchant: rare + "merchant"
+        case .added: rare + "added_at"
         }
     }
 
