@@ -173,7 +173,8 @@ public enum Validation {
     }
 
     /// A change as it is stored and sent: an optional field given as empty
-    /// or blank text is cleared (no comment has one spelling: null), each
+    /// or blank text is cleared (no comment has one spelling: null), a
+    /// currency code is upper case whatever case it came in, each
     /// field is checked (``check(_:amountNeedsCurrency:)``), and an amount
     /// whose currency is given is written with that currency's minor units
     /// (`10` EUR is `10.00`, `10` JPY stays `10`, `1.5` KWD is `1.500`).
@@ -182,6 +183,10 @@ public enum Validation {
         var result = fields
         for name in ExpenseFields.names where ExpenseFields.optionalNames.contains(name) {
             if let value = result[name], value.trimmingSpaces().isEmpty { result.clear(name) }
+        }
+        // A currency code in any case is the one in upper case (`eur` is EUR).
+        if let currency = result.currency {
+            result.currency = String(decoding: currency.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
         }
         try check(result, amountNeedsCurrency: amountNeedsCurrency)
         if let amount = result.amount, let currency = result.currency {

@@ -2,9 +2,10 @@
 /// work still pending folded on top, so what was entered offline shows.
 public struct ExpenseView: Sendable, Equatable {
     /// `synced`, or the state of the pending work: `queued`, `sending`,
-    /// `needs_attention`, `deleting`.
+    /// `needs_attention`, `deleting`; `deleted` once the server deleted it
+    /// (only `show` folds that in: ``fold(cached:jobs:transactionID:keepingTombstone:)``).
     public enum State: String, Sendable {
-        case synced, queued, sending, needsAttention = "needs_attention", deleting
+        case synced, queued, sending, needsAttention = "needs_attention", deleting, deleted
     }
 
     public var transactionID: String
@@ -23,12 +24,15 @@ public struct ExpenseView: Sendable, Equatable {
 
     /// Folds `jobs` (any order) over `cached`. Returns `nil` when there is
     /// nothing to show: no cache row and no create, or a deleted expense
-    /// with nothing pending.
-    public static func fold(cached: CanonicalExpense?, jobs unsorted: [PendingJob], transactionID: String) -> ExpenseView? {
+    /// with nothing pending, unless `keepingTombstone` (what `show` asks
+    /// for): then it is a view in state `deleted`, with its last values.
+    public static func fold(cached: CanonicalExpense?, jobs unsorted: [PendingJob], transactionID: String,
+                            keepingTombstone: Bool = false) -> ExpenseView? {
         let jobs = unsorted.sorted { $0.seq < $1.seq }
         let create = jobs.first { $0.kind == .create }
         guard cached != nil || create != nil else { return nil }
-        if let cached, cached.deleted, jobs.isEmpty { return nil }
+        let isTombstone = cached?.deleted == true && jobs.isEmpty
+        if isTombstone && !keepingTombstone { return nil }
 
         var fields = cached?.fields ?? ExpenseFields()
         var pending: Set<String> = []
@@ -48,6 +52,7 @@ public struct ExpenseView: Sendable, Equatable {
 
         let state: State
         if jobs.contains(where: { $0.state == .needsAttention }) { state = .needsAttention }
+        else if isTombstone { state = .deleted }
         else if isDeleting { state = .deleting }
         else if jobs.contains(where: { $0.state == .sending }) { state = .sending }
         else if !jobs.isEmpty { state = .queued }

@@ -55,6 +55,8 @@ let listOptions = [
     CommandOption("--totals", valueName: nil, help: "also total every match per currency, pending work included"),
 ]
 
+let yesOption = CommandOption("--yes", valueName: nil, help: "do not ask, even on a terminal")
+
 let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, or a unique prefix of either")
 
 let subcommands: [Subcommand] = [
@@ -64,9 +66,11 @@ let subcommands: [Subcommand] = [
                    CommandOption("--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add (either case; sent in lowercase)"),
                ],
                discussion: """
-                   Without --receipt, --merchant, --amount, --currency and --date are required.
-                   With --receipt every field is optional (a receipt-only expense). Prints the
-                   expense's transaction id once expensed has stored it durably.
+                   Without --receipt, --merchant, --amount and --currency are required, and
+                   --date is today in the local time zone unless given. With --receipt every
+                   field is optional (a receipt alone is a scan whose fields, date included,
+                   are typed in later). Currency codes may be given in any case (eur is EUR).
+                   Prints the expense's transaction id once expensed has stored it durably.
                    \(fieldRules)
                    """, run: runAdd),
     Subcommand("list", "List expenses: synced ones and those still pending.", options: listOptions,
@@ -79,8 +83,12 @@ let subcommands: [Subcommand] = [
                    """, run: runList),
     Subcommand("show", "Show one expense and its pending jobs.", arguments: [idArgument], run: runShow),
     Subcommand("retry", "Send an expense's held-back jobs again, now.", arguments: [idArgument], run: runRetry),
-    Subcommand("discard", "Drop an expense's pending jobs and receipt file.", arguments: [idArgument],
-               discussion: "What the server already has is not changed.", run: runDiscard),
+    Subcommand("discard", "Drop an expense's pending jobs and receipt file.", arguments: [idArgument], options: [yesOption],
+               discussion: """
+                   What the server already has is not changed. On a terminal it says what
+                   it will remove and asks first (--yes does not ask); with standard input
+                   not a terminal it never asks.
+                   """, run: runDiscard),
     Subcommand("status", "Show the queue and the server's state.", run: runStatus),
     Subcommand("watch", "Print the queue's state each time it changes, until interrupted.", run: runWatch),
     Subcommand("sync", "Send the queue now (and fetch the server's changes with --refresh).",
@@ -101,7 +109,12 @@ let subcommands: [Subcommand] = [
                    cleared. An amount given without --currency is written with the minor
                    units of the expense's currency (--amount 13 on a EUR expense is 13.00).
                    """, run: runEdit),
-    Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], run: runDelete),
+    Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], options: [yesOption],
+               discussion: """
+                   On a terminal it says what it will delete and asks first (--yes does not
+                   ask); with standard input not a terminal it never asks. The deleted
+                   expense stays visible to show, as deleted, once the server has deleted it.
+                   """, run: runDelete),
     Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
                options: [CommandOption("--take", valueName: "server|mine", help: "whose values to keep (required)", isRequired: true)],
                run: runResolve),

@@ -9,9 +9,13 @@ private func ref(_ invocation: Invocation) -> String { invocation.positional[0].
 
 func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     let receiptPath = invocation.path("--receipt")
+    var typed = typedFields(invocation)
+    // Today, in the local time zone, unless a receipt came alone: a scan's
+    // date is the receipt's, typed in later.
+    if typed.date == nil && !(receiptPath != nil && typed.isEmpty) { typed.date = Clock.localDate }
     let fields: ExpenseFields
     do {
-        fields = try Validation.normalizedCreate(typedFields(invocation), hasReceipt: receiptPath != nil)
+        fields = try Validation.normalizedCreate(typed, hasReceipt: receiptPath != nil)
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
@@ -199,11 +203,45 @@ func runRetry(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
 }
 
 func runDiscard(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let asked = try confirm(invocation, context) { detail in
+        let kinds = detail.jobs.map(\.kind.rawValue).joined(separator: ", ")
+        let files = detail.jobs.contains { $0.kind == .receipt } ? " and its receipt file" : ""
+        let pending = detail.jobs.count == 1 ? "the pending job (\(kinds))" : "the \(detail.jobs.count) pending jobs (\(kinds))"
+        return "Discard \(pending)\(files) of \(describe(detail))? What the server already has stays."
+    }
+    guard asked else { return declined("discarded") }
     let result = try context.connect().call(.discard(ref: ref(invocation)), expecting: DiscardResult.self)
     if context.json { context.printJSON(result) } else {
         Output.out("\(Output.text(result.transactionID)): discarded \(result.discarded) pending job(s)")
     }
     return .success
+}
+
+/// An expense in a line: its id, merchant, amount, date and state.
+func describe(_ detail: ExpenseDetail) -> String {
+    let e = detail.summary
+    let what = [e.fields.merchant.map(Output.text), e.fields.amount.map { _ in amountText(e.fields) }, e.fields.date.map(Output.text)]
+        .compactMap { $0 }.joined(separator: ", ")
+    return "\(Output.text(e.transactionID)) (\(what.isEmpty ? "no fields yet" : what); \(Output.text(e.state.rawValue)))"
+}
+
+/// On a terminal, unless `--yes`: says what the command will remove (from
+/// `show`) and asks. Never asks when standard input is not a terminal, so
+/// scripts and pipes go on as before.
+/// - Returns: whether to go on.
+func confirm(_ invocation: Invocation, _ context: Context, _ question: (ExpenseDetail) -> String) throws -> Bool {
+    guard !invocation.has("--yes"), Terminal.isTerminal(0) else { return true }
+    let detail = try context.connect().call(.show(ref: ref(invocation)), expecting: ExpenseDetail.self)
+    if detail.summary.state == .deleted { return true }
+    Output.prompt(question(detail) + " [y/N] ")
+    let answer = Output.readInputLine()?.trimmingSpaces().lowercased()
+    return answer == "y" || answer == "yes"
+}
+
+/// The answer was not yes: nothing was asked of the daemon.
+func declined(_ done: String) -> ExitStatus {
+    Output.error("expensectl: nothing \(done)")
+    return .failure
 }
 
 func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
@@ -223,6 +261,15 @@ func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
 }
 
 func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    let asked = try confirm(invocation, context) { detail in
+        // Whether a create that left once reached the server only the daemon
+        // knows (it decides as it deletes), so the question says both.
+        let unsynced = detail.jobs.contains { $0.kind == .create }
+        let how = unsynced ? "It is not synced: if it never left this device it is dropped here and nothing is sent, else a delete is queued."
+            : "A delete is queued for the server; pending changes to it are dropped."
+        return "Delete \(describe(detail))? \(how)"
+    }
+    guard asked else { return declined("deleted") }
     let result = try context.connect().call(.delete(ref: ref(invocation)), expecting: DeleteResult.self)
     if context.json { context.printJSON(result) } else {
         let how = result.sentNothing ? "deleted (it never reached the server; nothing is sent)" : "delete queued"

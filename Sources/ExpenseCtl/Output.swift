@@ -22,6 +22,24 @@ enum Output {
         return value.escapingControlCharacters()
     }
 
+    /// A question on standard error, without a newline: the answer follows on the same line.
+    static func prompt(_ text: String) {
+        writeBytes(2, Array(text.utf8))
+    }
+
+    /// One line from standard input, without its newline; nil at its end.
+    static func readInputLine() -> String? {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+
     /// Writes `text` as it is, without adding a newline (progress lines).
     static func raw(_ text: String) {
         writeBytes(1, Array(text.utf8))

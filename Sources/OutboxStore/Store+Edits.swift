@@ -19,9 +19,7 @@ extension Store {
     public func edit(ref: String, fields: ExpenseFields, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            guard let view = try Store.view(db, transactionID: transactionID) else {
-                throw StoreError(.notFound, "no expense matches '\(ref)'")
-            }
+            let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
             if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
                 throw StoreError(.invalidState, "\(transactionID) is being deleted")
             }
@@ -55,9 +53,7 @@ extension Store {
     public func delete(ref: String, now: Int64, in scope: AccountScope = .all) async throws -> Deletion {
         let (result, files) = try await database.write { db -> (Deletion, [String]) in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            guard let view = try Store.view(db, transactionID: transactionID) else {
-                throw StoreError(.notFound, "no expense matches '\(ref)'")
-            }
+            let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
                 return (Deletion(transactionID: transactionID, droppedLocally: true), files)

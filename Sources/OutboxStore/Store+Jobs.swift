@@ -111,20 +111,31 @@ extension Store {
     }
 
     /// One expense with its pending jobs, by a reference a person typed.
+    /// One deleted on the server is shown as `deleted`, with its last values.
     public func view(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
         try await database.read { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            guard let view = try Store.view(db, transactionID: transactionID) else {
+            guard let view = try Store.view(db, transactionID: transactionID, keepingTombstone: true) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
             return view
         }
     }
 
-    static func view(_ db: Connection, transactionID: String) throws -> ExpenseView? {
+    static func view(_ db: Connection, transactionID: String, keepingTombstone: Bool = false) throws -> ExpenseView? {
         let cached = try cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
         let jobs = try pendingJobs(db, where: "transaction_id = ?", [.text(transactionID)]).map(\.1)
-        return ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID)
+        return ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID, keepingTombstone: keepingTombstone)
+    }
+
+    /// The view of an expense a change is about to touch. One the server
+    /// deleted can take none: `invalid_state`, saying so, not "no expense".
+    static func viewToChange(_ db: Connection, transactionID: String, ref: String) throws -> ExpenseView {
+        guard let view = try view(db, transactionID: transactionID, keepingTombstone: true) else {
+            throw StoreError(.notFound, "no expense matches '\(ref)'")
+        }
+        if view.state == .deleted { throw StoreError(.invalidState, "\(transactionID) was deleted on the server; there is nothing left to change") }
+        return view
     }
 
     /// Resolves a transaction id, a create's client UUID, or a unique prefix

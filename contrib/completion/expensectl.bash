@@ -22,7 +22,13 @@ _expensectl()
         --account)
             COMPREPLY=($(compgen -u -- "$cur"))
             return ;;
-        --merchant|--amount|--date|--category|--comment|--tax-tag|--client-id|--timeout)
+        --state)
+            COMPREPLY=($(compgen -W "queued sending synced needs-attention conflict deleting" -- "$cur"))
+            return ;;
+        --sort)
+            COMPREPLY=($(compgen -W "date amount merchant added" -- "$cur"))
+            return ;;
+        --merchant|--amount|--date|--category|--comment|--tax-tag|--client-id|--timeout|--since|--until|--limit|--offset)
             return ;;
     esac
 
@@ -40,8 +46,11 @@ _expensectl()
         "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
         add) options="$fields --receipt --client-id" ;;
         edit) options="$fields" ;;
+        list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals" ;;
         sync) options="--refresh --wait --timeout" ;;
         resolve) options="--take" ;;
+        delete) options="--yes" ;;
+        discard) options="--yes" ;;
         help) COMPREPLY=($(compgen -W "$subcommands" -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then
