@@ -95,6 +95,7 @@ let package = Package(
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
         .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "OutboxStore", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-list", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/list"),
         .executableTarget(name: "bench-backends", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/backends"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),

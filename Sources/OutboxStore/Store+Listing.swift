@@ -40,6 +40,12 @@ extension Store {
         }
     }
 
+    /// The SQL a page of `query` runs, with its values: for benchmarks
+    /// and tools that run the same query elsewhere (`sqlite3` on a copy).
+    public static func pageSQL(_ query: ListQuery) -> (sql: String, values: [SQLValue]) {
+        ListingQuery(query).page
+    }
+
     /// The views of `transactionIDs`, in that order, in two queries
     /// whatever their number; an id with nothing to show is left out.
     static func views(_ db: Connection, transactionIDs ids: [String]) throws -> [ExpenseView] {
