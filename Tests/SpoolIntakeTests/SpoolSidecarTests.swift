@@ -11,6 +11,12 @@ import Testing
                                         category: "Meals", comment: "team\nlunch"))
     }
 
+    /// A currency code in any case is the code, as from expensectl and the socket.
+    @Test func currencyInAnyCase_isStoredUpperCase() throws {
+        let fields = try SpoolSidecar.parse(Array(#"{"amount":"10","currency":"eur"}"#.utf8))
+        #expect(fields == ExpenseFields(amount: "10.00", currency: "EUR"))
+    }
+
     @Test func emptyObject_isNoFields() throws {
         #expect(try SpoolSidecar.parse(Array("{}".utf8)).isEmpty)
     }
@@ -28,7 +34,8 @@ import Testing
         (Array(#"{"merchant":null}"#.utf8), "sidecar field 'merchant' must be a string, got null"),
         (Array(#"{"amount":"12.50"}"#.utf8), "sidecar field amount: an amount needs a currency"),
         (Array(#"{"amount":"12.505","currency":"EUR"}"#.utf8), "sidecar field amount: has 3 fraction digits"),
-        (Array(#"{"currency":"eur"}"#.utf8), "sidecar field currency: must be three uppercase letters"),
+        (Array(#"{"currency":"eu1"}"#.utf8), "sidecar field currency: must be three uppercase letters"),
+        (Array(#"{"currency":"xyz"}"#.utf8), "sidecar field currency: 'XYZ' is not an ISO 4217 currency code"),
         (Array(#"{"date":"2026-02-30"}"#.utf8), "sidecar field date: 2026-02-30 is not a calendar date"),
         (Array(#"{"merchant":"   "}"#.utf8), "sidecar field merchant: must not be empty"),
     ] as [([UInt8], String)])
