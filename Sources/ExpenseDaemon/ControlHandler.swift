@@ -161,7 +161,7 @@ final class ControlHandler: Sendable {
         case .add:
             preconditionFailure("handled above")
         case .list(let query):
-            let page = try await store.list(query)
+            let page = try await store.list(query, in: scope)
             return ExpenseList(expenses: page.views.map(ExpenseSummary.init), hasMore: page.hasMore, totals: page.totals,
                                withoutAmount: page.withoutAmount)
         case .show(let ref):

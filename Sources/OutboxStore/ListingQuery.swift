@@ -3,7 +3,10 @@ import SQLite
 
 /// A ``ListQuery`` as SQL over the listing index (``ListingSchema``): the
 /// one place that turns filters into conditions, so a new filter is one
-/// more condition here, for the page and the totals alike.
+/// more condition here, for the page and the totals alike. The caller's
+/// account scope is the first condition, written as every other read of
+/// the store writes it (``Store/inScope(_:column:)``): another account's
+/// expenses are neither listed nor totalled.
 struct ListingQuery {
     /// The conditions every match meets, with numbered parameters (`?1`),
     /// so that both halves of a query bind the same values once.
@@ -18,8 +21,10 @@ struct ListingQuery {
     static let synced = "state = 'synced'"
     static let pending = "state != 'synced'"
 
-    init(_ query: ListQuery) {
+    init(_ query: ListQuery, in scope: AccountScope) {
         self.query = query
+        values.append(scope.sqlValue)
+        conditions.append(Store.inScope(values.count))
         switch query.state {
         case nil: break
         case .synced?: halves = [Self.synced]

@@ -15,6 +15,9 @@ enum ListingSchema {
     static let migration = """
         CREATE TABLE listing (
             transaction_id TEXT PRIMARY KEY NOT NULL,
+            -- whose expense it is, as its cache row or its jobs say (every
+            -- list is confined to the caller's account scope)
+            account TEXT NOT NULL,
             -- synced, queued, sending, needs_attention or deleting, as ExpenseView.State
             state TEXT NOT NULL,
             conflict INTEGER NOT NULL,
@@ -33,19 +36,23 @@ enum ListingSchema {
         -- pages, not ten. Each index's condition is the text the query uses
         -- (ListingQuery), which is how SQLite matches a partial index.
         -- Each holds, after its key, the columns the other filters read
-        -- (state too, which SQLite does not take from the condition), so
-        -- that walking it to the page's end reads no table row: a merchant
-        -- matching one expense in 400 is found in the index alone.
-        CREATE INDEX listing_by_added ON listing (added_at, transaction_id, state, date, merchant, category) WHERE state = 'synced';
-        CREATE INDEX listing_by_date ON listing (date, transaction_id, state, merchant, category) WHERE state = 'synced';
-        CREATE INDEX listing_by_amount ON listing (amount_value, transaction_id, state, date, merchant, category) WHERE state = 'synced';
-        CREATE INDEX listing_by_merchant ON listing (merchant COLLATE NOCASE, transaction_id, state, date, category) WHERE state = 'synced';
-        CREATE INDEX listing_conflicts ON listing (added_at) WHERE conflict = 1 AND state = 'synced';
-        CREATE INDEX listing_incomplete ON listing (added_at) WHERE \(incomplete) AND state = 'synced';
+        -- (state too, which SQLite does not take from the condition, and
+        -- the account, which every list is confined to), so that walking it
+        -- to the page's end reads no table row: a merchant matching one
+        -- expense in 400 is found in the index alone. The account follows
+        -- the key rather than leading it: a list of every account
+        -- (--all-accounts) walks the same index in order, where one led by
+        -- the account would sort every match first.
+        CREATE INDEX listing_by_added ON listing (added_at, transaction_id, account, state, date, merchant, category) WHERE state = 'synced';
+        CREATE INDEX listing_by_date ON listing (date, transaction_id, account, state, merchant, category) WHERE state = 'synced';
+        CREATE INDEX listing_by_amount ON listing (amount_value, transaction_id, account, state, date, merchant, category) WHERE state = 'synced';
+        CREATE INDEX listing_by_merchant ON listing (merchant COLLATE NOCASE, transaction_id, account, state, date, category) WHERE state = 'synced';
+        CREATE INDEX listing_conflicts ON listing (added_at, account) WHERE conflict = 1 AND state = 'synced';
+        CREATE INDEX listing_incomplete ON listing (added_at, account) WHERE \(incomplete) AND state = 'synced';
         -- Covering every column a page filters or sorts by: the pending half
         -- of a page is read from this index alone, with no lookup in the
         -- table per row (a fifth of the time with 10,000 pending).
-        CREATE INDEX listing_pending ON listing (state, conflict, added_at, date, amount_value, amount, merchant, category)
+        CREATE INDEX listing_pending ON listing (state, conflict, added_at, date, amount_value, amount, merchant, category, account)
             WHERE state != 'synced';
 
         CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
@@ -74,8 +81,8 @@ enum ListingSchema {
     private static func insert(from ids: String) -> String {
         let fields = ["merchant", "amount", "currency", "date", "category"]
         return """
-            INSERT INTO listing (transaction_id, state, conflict, \(fields.joined(separator: ", ")), amount_value, added_at)
-            SELECT ids.t, \(state), coalesce(e.conflict, 0), \(fields.map(field).joined(separator: ", ")),
+            INSERT INTO listing (transaction_id, account, state, conflict, \(fields.joined(separator: ", ")), amount_value, added_at)
+            SELECT ids.t, \(account), \(state), coalesce(e.conflict, 0), \(fields.map(field).joined(separator: ", ")),
                    CAST(\(field("amount")) AS REAL), \(added)
             FROM (\(ids)) ids LEFT JOIN expenses e ON e.transaction_id = ids.t
             WHERE (e.transaction_id IS NOT NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.transaction_id = ids.t AND j.kind = 'create'))
@@ -88,6 +95,12 @@ enum ListingSchema {
             WHERE transaction_id IN (\(ids)) AND amount IS NOT NULL
             """
     }
+
+    /// Whose expense it is: its cache row's account, else its first job's,
+    /// as ``Store/accountOf(_:)`` finds it for the jobs a change adds.
+    private static let account = """
+        coalesce(e.account, (SELECT j.account FROM jobs j WHERE j.transaction_id = ids.t ORDER BY j.seq LIMIT 1), '')
+        """
 
     /// The state as ``ExpenseView/fold`` decides it.
     private static let state = """

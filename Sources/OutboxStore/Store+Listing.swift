@@ -23,10 +23,11 @@ public struct ListingPage: Sendable, Equatable {
 extension Store {
     /// The expenses `query` matches, in its order, one page of them, folded
     /// from their rows as ``view(ref:)`` folds one; the listing index
-    /// chooses which and in what order (``ListingQuery``).
-    public func list(_ query: ListQuery) async throws -> ListingPage {
+    /// chooses which and in what order (``ListingQuery``), among the
+    /// expenses of `scope` alone, for the page and its totals.
+    public func list(_ query: ListQuery, in scope: AccountScope = .all) async throws -> ListingPage {
         try await database.read { db in
-            let listing = ListingQuery(query)
+            let listing = ListingQuery(query, in: scope)
             let (sql, values) = listing.page
             var ids = try db.query(sql, values) { $0.string(0) }
             var hasMore = false
@@ -42,8 +43,8 @@ extension Store {
 
     /// The SQL a page of `query` runs, with its values: for benchmarks
     /// and tools that run the same query elsewhere (`sqlite3` on a copy).
-    public static func pageSQL(_ query: ListQuery) -> (sql: String, values: [SQLValue]) {
-        ListingQuery(query).page
+    public static func pageSQL(_ query: ListQuery, in scope: AccountScope = .all) -> (sql: String, values: [SQLValue]) {
+        ListingQuery(query, in: scope).page
     }
 
     /// The views of `transactionIDs`, in that order, in two queries

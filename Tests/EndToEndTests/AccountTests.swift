@@ -87,6 +87,52 @@ import Testing
         try waitUntil(timeout: 20, "root's add for bob on the server") { try h.serverRows().contains { $0.transactionID == forBobID && $0.user == "bob" } }
     }
 
+    /// `list`'s filters, orders, pages and totals are the caller's
+    /// account's: alice's merchant filter never finds bob's expense of the
+    /// same name, her totals hold her amounts alone (synced and queued),
+    /// and admins total one account or both.
+    @Test func listFiltersAndTotals_areEachAccountsOwn() throws {
+        let h = try AccountHarness(admins: ["dave"])
+        defer { h.users.remove() }
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        func add(_ role: String, _ merchant: String, _ amount: String, _ date: String) throws -> String {
+            let added = try h.ctlJSON(role, ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", date])
+            guard let id = added["transaction_id"]?.stringValue else { throw TestFailure("add as \(role): \(added)") }
+            return id
+        }
+        func ids(_ role: String, _ arguments: [String]) throws -> [String] {
+            let json = try h.ctlJSON(role, ["list"] + arguments)
+            return (json.arrayValue ?? json["expenses"]?.arrayValue ?? []).compactMap { $0["transaction_id"]?.stringValue }
+        }
+        func totals(_ role: String, _ arguments: [String]) throws -> JSONValue? {
+            try h.ctlJSON(role, ["list", "--totals"] + arguments)["totals"]
+        }
+        let alice1 = try add("alice", "Blue Bottle", "4.50", "2026-11-02")
+        let bob1 = try add("bob", "Blue Bottle", "100.00", "2026-11-01")
+        let alice2 = try add("alice", "Hotel Adlon", "310.00", "2026-10-15")
+        try h.waitUntilDrained()
+        // The server gone: what is added now stays pending, and counts.
+        h.stopServer()
+        let bob2 = try add("bob", "Blue Bottle bar", "7.00", "2026-11-20")
+        let alice3 = try add("alice", "blue bottle bar", "12.25", "2026-11-21")
+
+        #expect(try ids("alice", ["--merchant", "bottle"]) == [alice1, alice3])
+        #expect(try ids("bob", ["--merchant", "bottle", "--sort", "date"]) == [bob1, bob2])
+        #expect(try ids("alice", ["--state", "synced", "--sort", "amount", "--reverse"]) == [alice2, alice1])
+        #expect(try ids("alice", ["--sort", "date", "--limit", "2", "--offset", "1"]) == [alice1, alice3], "pages of her own alone")
+        #expect(try ids("bob", ["--since", "2026-11-01", "--until", "2026-11-30", "--sort", "amount"]) == [bob2, bob1])
+        #expect(try totals("alice", []) == [["currency": "EUR", "count": 3, "amount": "326.75", "pending_count": 1, "pending_amount": "12.25"]])
+        #expect(try totals("bob", ["--merchant", "bottle"])
+                == [["currency": "EUR", "count": 2, "amount": "107.00", "pending_count": 1, "pending_amount": "7.00"]])
+        #expect(try totals("dave", ["--account", h.users.name("bob")])
+                == [["currency": "EUR", "count": 2, "amount": "107.00", "pending_count": 1, "pending_amount": "7.00"]])
+        #expect(try totals("root", ["--all-accounts"]) == [["currency": "EUR", "count": 5, "amount": "433.75", "pending_count": 2, "pending_amount": "19.25"]])
+        #expect(try ids("root", ["--all-accounts", "--merchant", "bottle", "--sort", "amount"]) == [alice1, bob2, alice3, bob1])
+        let refused = try h.ctl("alice", ["list", "--totals", "--account", h.users.name("bob")])
+        #expect(refused.status == 77, "\(refused.stderr)")
+    }
+
     /// A spool file of a user without an account, and one of root when
     /// root has none, go to rejected/ saying whose they were and what to
     /// configure; nothing is queued.

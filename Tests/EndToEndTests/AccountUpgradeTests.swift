@@ -52,7 +52,13 @@ import Testing
         #expect(rows[2].receipt, "and the queued receipt")
         #expect(Set(rows.map(\.user)) == ["alice"])
         let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
-        #expect(try db.schemaVersion() == 3)
+        #expect(try db.schemaVersion() == 4, "through accounts (3) and the listing (4)")
+        // The listing the migration filled answers filters and totals.
+        let queued = try daemon.ctlJSON(["list", "--merchant", "three", "--totals"])
+        #expect(queued["expenses"]?.arrayValue?.compactMap { $0["merchant"]?.stringValue } == ["Queued Three"], "\(queued)")
+        #expect(queued["totals"]?.arrayValue?.count == 1, "\(queued)")
+        let byMerchant = try daemon.ctlJSON(["list", "--sort", "merchant", "--reverse"])
+        #expect(byMerchant.arrayValue?.compactMap { $0["merchant"]?.stringValue } == ["Synced Two", "Synced One", "Queued Three"])
         #expect(try db.query("SELECT DISTINCT account FROM expenses") { $0.string(0) } == [""])
     }
 

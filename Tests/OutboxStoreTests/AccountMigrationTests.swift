@@ -18,7 +18,7 @@ import Testing
         return (directory, directory.at("state"))
     }
 
-    @Test func schema2Database_migratesTo3_withEveryJobAndExpenseInTheDefaultAccount() async throws {
+    @Test func schema2Database_migratesThroughAccountsAndListing_withEveryJobAndExpenseInTheDefaultAccount() async throws {
         let (directory, state) = try Self.copyOfFixture()
         _ = directory
         let before = try Connection(path: "\(state)/expensed.db")
@@ -28,7 +28,7 @@ import Testing
 
         let store = try Store(stateDirectory: state)
         let version = try await store.read { try $0.schemaVersion() }
-        #expect(version == 3)
+        #expect(version == Schema.migrations.count, "through accounts (3) and the listing (4)")
         let accounts = try await store.read { db in
             (try db.query("SELECT DISTINCT account FROM jobs") { $0.string(0) }, try db.query("SELECT DISTINCT account FROM expenses") { $0.string(0) })
         }
@@ -40,6 +40,14 @@ import Testing
         #expect(everyone.map(\.fields.merchant) == ["Synced One", "Synced Two", "Queued Three"])
         #expect(mine == everyone)
         #expect(try await store.views(in: .account("alice")).isEmpty, "another account sees none of it")
+        // The listing the newest migration filled holds the same, in the default account alone.
+        #expect(try await store.list(ListQuery(), in: .account(AccountName.defaultName)).views == everyone)
+        #expect(try await store.list(ListQuery(sort: .merchant, reverse: true), in: .all).views.map(\.fields.merchant)
+                == ["Synced Two", "Synced One", "Queued Three"])
+        // Queued: the offline edit of Synced One, and Queued Three.
+        #expect(try await store.list(ListQuery(state: .queued), in: .account(AccountName.defaultName)).views.map(\.fields.merchant)
+                == ["Synced One", "Queued Three"])
+        #expect(try await store.list(ListQuery(totals: true), in: .account("alice")) == ListingPage(views: [], hasMore: false, totals: [], withoutAmount: 0))
 
         // The default account's queue is the whole queue, counted per account from the migration on.
         let total = try await store.summary(in: .all)

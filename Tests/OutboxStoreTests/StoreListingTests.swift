@@ -17,7 +17,9 @@ import Testing
     /// Random but repeatable work on a store: adds (some incomplete), edits
     /// that set and clear, deletes, discards, refresh pages (new expenses,
     /// newer versions, tombstones, conflicts), claims, and answers of each kind.
-    static func churn(_ store: Store, seed: UInt64, steps: Int) async throws {
+    /// Adds, changes and refreshes are `account`'s, as its caller's would be.
+    static func churn(_ store: Store, seed: UInt64, steps: Int, account: String = AccountName.defaultName) async throws {
+        let scope = AccountScope.account(account)
         var random = SeededRandom(seed: seed)
         var now: Int64 = 1_800_000_000_000
         var serverOnly = 0
@@ -41,14 +43,15 @@ import Testing
             return fields
         }
         func anyID() async throws -> String? {
-            let all = try await store.views().map(\.transactionID)
+            let all = try await store.views(in: scope).map(\.transactionID)
             return all.isEmpty ? nil : all[random.next(all.count)]
         }
         for _ in 0..<steps {
             now += Int64(1 + random.next(5000))
             switch random.next(10) {
             case 0, 1, 2:
-                _ = try await store.enqueueCreate(fields: someFields(complete: random.next(4) != 0), clientID: ClientID.make(), receipt: nil, now: now)
+                _ = try await store.enqueueCreate(fields: someFields(complete: random.next(4) != 0), clientID: ClientID.make(), receipt: nil, now: now,
+                                                  account: account)
             case 3:
                 guard let id = try await anyID() else { continue }
                 var change = ExpenseFields()
@@ -58,13 +61,13 @@ import Testing
                 case 2: change.clear("category")
                 default: change.category = categories[random.next(categories.count)]
                 }
-                _ = try? await store.edit(ref: id, fields: change, now: now)
+                _ = try? await store.edit(ref: id, fields: change, now: now, in: scope)
             case 4:
                 guard let id = try await anyID() else { continue }
-                _ = try? await store.delete(ref: id, now: now)
+                _ = try? await store.delete(ref: id, now: now, in: scope)
             case 5:
                 guard let id = try await anyID() else { continue }
-                _ = try? await store.discard(ref: id)
+                _ = try? await store.discard(ref: id, in: scope)
             case 6:
                 // The server's own expenses, and newer versions or tombstones of ours.
                 var page: [CanonicalExpense] = []
@@ -74,7 +77,7 @@ import Testing
                     let clientID = ClientID.make()
                     // A newer version of one of ours is its fields with another merchant, as an edit elsewhere makes.
                     var fields = someFields(complete: true)
-                    if let id, let current = try? await store.view(ref: id) {
+                    if let id, let current = try? await store.view(ref: id, in: scope) {
                         fields = current.fields.values
                         fields.merchant = merchants[random.next(merchants.count)]
                     }
@@ -84,7 +87,7 @@ import Testing
                         version: 1 + random.next(5), createdAt: created, updatedAt: created,
                         deleted: id != nil && random.next(3) == 0, conflict: random.next(5) == 0))
                 }
-                _ = try await store.storeRefreshPage(page, cursor: "c\(serverOnly)", now: now)
+                _ = try await store.storeRefreshPage(page, cursor: "c\(serverOnly)", now: now, account: account)
             case 7:
                 _ = try await store.claim(limit: 1 + random.next(3), now: now)
             default:
@@ -185,6 +188,39 @@ import Testing
         }
     }
 
+    /// The totals of `query` (its state and category) over the folded
+    /// views, summed independently: minor units as integers.
+    static func expectedTotals(_ views: [ExpenseView], _ query: ListQuery) -> (totals: [ListTotal], withoutAmount: Int) {
+        var sums: [String: (count: Int, minor: Int, pendingCount: Int, pendingMinor: Int)] = [:]
+        var withoutAmount = 0
+        for view in Self.expected(views, ListQuery(state: query.state, category: query.category)) {
+            guard let amount = view.fields.amount, let currency = view.fields.currency else {
+                withoutAmount += 1
+                continue
+            }
+            let minor = Int(amount.replacingOccurrences(of: ".", with: ""))!
+            var sum = sums[currency] ?? (0, 0, 0, 0)
+            sum.count += 1
+            sum.minor += minor
+            if view.state != .synced {
+                sum.pendingCount += 1
+                sum.pendingMinor += minor
+            }
+            sums[currency] = sum
+        }
+        func text(_ minor: Int, _ currency: String) -> String {
+            let digits = Currency.minorUnits(currency)!
+            guard digits > 0 else { return String(minor) }
+            let scale = Int(pow(10, Double(digits)))
+            return (minor < 0 ? "-" : "") + "\(abs(minor) / scale)." + String(abs(minor) % scale).leftPadded(digits)
+        }
+        let totals = sums.sorted { $0.key < $1.key }.map { currency, s in
+            ListTotal(currency: currency, count: s.count, amount: text(s.minor, currency), pendingCount: s.pendingCount,
+                      pendingAmount: text(s.pendingMinor, currency))
+        }
+        return (totals, withoutAmount)
+    }
+
     @Test func totals_areExactPerCurrency_pendingWorkIncluded() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
@@ -192,38 +228,54 @@ import Testing
         let views = try await store.views()
         for query in [ListQuery(totals: true), ListQuery(state: .queued, totals: true), ListQuery(category: "meals", limit: 1, totals: true)] {
             let page = try await store.list(query)
-            // Minor units as integers: an independent sum.
-            var sums: [String: (count: Int, minor: Int, pendingCount: Int, pendingMinor: Int)] = [:]
-            var withoutAmount = 0
-            for view in Self.expected(views, ListQuery(state: query.state, category: query.category)) {
-                guard let amount = view.fields.amount, let currency = view.fields.currency else {
-                    withoutAmount += 1
-                    continue
-                }
-                let minor = Int(amount.replacingOccurrences(of: ".", with: ""))!
-                var sum = sums[currency] ?? (0, 0, 0, 0)
-                sum.count += 1
-                sum.minor += minor
-                if view.state != .synced {
-                    sum.pendingCount += 1
-                    sum.pendingMinor += minor
-                }
-                sums[currency] = sum
-            }
-            func text(_ minor: Int, _ currency: String) -> String {
-                let digits = Currency.minorUnits(currency)!
-                guard digits > 0 else { return String(minor) }
-                let scale = Int(pow(10, Double(digits)))
-                return (minor < 0 ? "-" : "") + "\(abs(minor) / scale)." + String(abs(minor) % scale).leftPadded(digits)
-            }
-            let expected = sums.sorted { $0.key < $1.key }.map { currency, s in
-                ListTotal(currency: currency, count: s.count, amount: text(s.minor, currency), pendingCount: s.pendingCount,
-                          pendingAmount: text(s.pendingMinor, currency))
-            }
+            let (expected, withoutAmount) = Self.expectedTotals(views, query)
             #expect(page.totals == expected, "\(query)")
             #expect(page.withoutAmount == withoutAmount, "\(query)")
             #expect(!expected.isEmpty)
         }
+    }
+
+    /// Three accounts changing their own expenses side by side: each
+    /// account's list and totals hold its own expenses alone, whatever the
+    /// query, an account without expenses sees none, and every account's
+    /// scope sees them all. An admin's edit of another's expense (scope
+    /// all) leaves it in its owner's list.
+    @Test(arguments: [4, 5] as [UInt64])
+    func eachAccount_listsAndTotalsItsOwnAlone(seed: UInt64) async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let accounts = ["alice", "bob", AccountName.defaultName]
+        for round in 0..<3 {
+            for (n, account) in accounts.enumerated() {
+                try await Self.churn(store, seed: seed * 1000 + UInt64(round * 10 + n), steps: 30, account: account)
+            }
+        }
+        if let bobs = try await store.views(in: .account("bob")).first {
+            _ = try await store.edit(ref: bobs.transactionID, fields: ExpenseFields(merchant: "Edited By Root"), now: 1_900_000_000_000, in: .all)
+        }
+        var seen: [String: Set<String>] = [:]
+        for scope in accounts.map(AccountScope.account) + [.account("nobody"), .all] {
+            let views = try await store.views(in: scope)
+            #expect(try await store.list(ListQuery(), in: scope).views == views, "\(scope): the default order")
+            for query in Self.queries {
+                let page = try await store.list(query, in: scope)
+                #expect(page.views == Self.expected(views, query), "\(scope): \(query)")
+            }
+            for query in [ListQuery(totals: true), ListQuery(state: .queued, totals: true), ListQuery(category: "meals", limit: 1, totals: true)] {
+                let page = try await store.list(query, in: scope)
+                let (totals, withoutAmount) = Self.expectedTotals(views, query)
+                #expect(page.totals == totals, "\(scope): \(query)")
+                #expect(page.withoutAmount == withoutAmount, "\(scope): \(query)")
+            }
+            if case .account(let name) = scope { seen[name] = Set(views.map(\.transactionID)) }
+        }
+        #expect(seen["nobody"] == [])
+        for account in accounts { #expect(seen[account]?.isEmpty == false, "\(account) has expenses to list") }
+        let all = Set(try await store.list(ListQuery(), in: .all).views.map(\.transactionID))
+        #expect(all == seen["alice"]!.union(seen["bob"]!).union(seen[AccountName.defaultName]!))
+        #expect(all.count == seen["alice"]!.count + seen["bob"]!.count + seen[AccountName.defaultName]!.count, "no expense in two accounts")
+        #expect(try await store.list(ListQuery(merchant: "Edited By Root"), in: .account("bob")).views.count == 1)
+        #expect(try await store.list(ListQuery(merchant: "Edited By Root"), in: .account("alice")).views.isEmpty)
     }
 
     @Test func aPage_saysWhetherMoreFollow() async throws {
@@ -243,28 +295,34 @@ import Testing
         #expect(try await store.list(ListQuery(offset: 9)).views.isEmpty)
     }
 
-    /// A database of schema version 2, with cached and pending expenses,
-    /// gets its listing filled by the migration.
-    @Test func aVersion2Database_isIndexedByTheMigration() async throws {
+    /// A database of schema version 3 (accounts, no listing), with cached
+    /// and pending expenses of two accounts, gets its listing filled by the
+    /// migration, each expense under its account.
+    @Test func aVersion3Database_isIndexedByTheMigration() async throws {
         let dir = TemporaryDirectory()
         let state = dir.at("state")
-        let expected: [ExpenseView]
+        let expected: [ExpenseView], alices: [ExpenseView]
         do {
             let store = try Store(stateDirectory: state)
             try await Self.churn(store, seed: 7, steps: 60)
+            try await Self.churn(store, seed: 8, steps: 60, account: "alice")
             expected = try await store.views()
-            #expect(!expected.isEmpty)
+            alices = try await store.views(in: .account("alice"))
+            #expect(!alices.isEmpty && alices.count < expected.count)
         }
-        // Back to version 2: the index and its triggers as if never made.
+        // Back to version 3: the index and its triggers as if never made.
         let db = try Connection(path: "\(state)/expensed.db")
         for trigger in ["listing_job_insert", "listing_job_update", "listing_job_delete",
                         "listing_expense_insert", "listing_expense_update", "listing_expense_delete"] {
             try db.execute("DROP TRIGGER \(trigger)")
         }
         try db.execute("DROP TABLE listing")
-        try db.execute("DELETE FROM schema_migrations WHERE version = 3")
+        try db.execute("DELETE FROM schema_migrations WHERE version = 4")
+        #expect(try db.schemaVersion() == 3)
         let store = try Store(stateDirectory: state)
+        #expect(try await store.read { try $0.schemaVersion() } == Schema.migrations.count)
         #expect(try await store.list(ListQuery()).views == expected)
         #expect(try await store.list(ListQuery(sort: .merchant)).views == Self.expected(expected, ListQuery(sort: .merchant)))
+        #expect(try await store.list(ListQuery(sort: .amount), in: .account("alice")).views == Self.expected(alices, ListQuery(sort: .amount)))
     }
 }

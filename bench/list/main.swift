@@ -78,7 +78,8 @@ try Connection(path: "\(daemon.stateDirectory)/expensed.db").execute("VACUUM INT
 
 /// The page's SQL with its values written in, for the sqlite3 shell.
 func inlined(_ query: ListQuery) -> String {
-    var (sql, values) = Store.pageSQL(query)
+    // The daemon lists a caller's own account: expensectl here is the default account's.
+    var (sql, values) = Store.pageSQL(query, in: .account(AccountName.defaultName))
     for (index, value) in values.enumerated().reversed() {
         let text = switch value {
         case .text(let s): "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
