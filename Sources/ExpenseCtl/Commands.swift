@@ -53,6 +53,7 @@ let listOptions = [
     CommandOption("--limit", valueName: "N", help: "at most N expenses (1 to 100000)"),
     CommandOption("--offset", valueName: "N", help: "skip the first N matches (the next page)"),
     CommandOption("--totals", valueName: nil, help: "also total every match per currency, pending work included"),
+    CommandOption("--ids", valueName: nil, help: "print only the transaction ids, one a line (for scripts and completion)"),
 ]
 
 let yesOption = CommandOption("--yes", valueName: nil, help: "do not ask, even on a terminal")

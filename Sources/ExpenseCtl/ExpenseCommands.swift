@@ -80,7 +80,16 @@ func openReceipt(_ pathBytes: [UInt8]) throws -> FileDescriptor {
 
 func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     let query = try listQuery(invocation)
+    let idsOnly = invocation.has("--ids")
+    if idsOnly && (context.json || query.totals) {
+        throw ClientError(status: .usage, message: "--ids prints transaction ids alone: not with \(context.json ? "--json" : "--totals")")
+    }
     let result = try context.connect().call(.list(query), expecting: ExpenseList.self)
+    if idsOnly {
+        // Ids are ASCII; printed as they are, one a line, nothing else.
+        for expense in result.expenses { Output.out(Output.text(expense.transactionID)) }
+        return .success
+    }
     if context.json {
         // The array alone, as before paging; the whole answer once it says more (a page, totals).
         if query.limit == nil && !query.totals {

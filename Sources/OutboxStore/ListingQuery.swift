@@ -37,7 +37,7 @@ struct ListingQuery {
         if let since = query.since { conditions.append("date >= \(parameter(.text(since)))") }
         if let until = query.until { conditions.append("date <= \(parameter(.text(until)))") }
         if let merchant = query.merchant {
-            conditions.append("merchant LIKE \(parameter(.text("%\(Self.escapedForLike(merchant))%"))) ESCAPE '\\'")
+            conditions.append("merchant LIKE \(parameter(.text(LikePattern.containing(merchant)))) ESCAPE '\\'")
         }
         if let category = query.category { conditions.append("category = \(parameter(.text(category))) COLLATE NOCASE") }
     }
@@ -107,15 +107,5 @@ struct ListingQuery {
             FROM listing \(halves.count == 1 ? whereClause(halves[0]) : conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
             GROUP BY priced, amount_digits
             """, values)
-    }
-
-    /// `text` matching itself in a LIKE pattern.
-    static func escapedForLike(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
-            escaped.append(character)
-        }
-        return escaped
     }
 }

@@ -79,7 +79,7 @@ public struct ExpenseQuery: Sendable {
         if let since = filter.since { conditions.append("e.date >= \(bind(.text(since)))") }
         if let until = filter.until { conditions.append("e.date <= \(bind(.text(until)))") }
         if let merchant = filter.merchant, !merchant.isEmpty {
-            conditions.append("lower(e.merchant) LIKE \(bind(.text("%" + likeEscaped(merchant.lowercased()) + "%"))) ESCAPE '\\'")
+            conditions.append("lower(e.merchant) LIKE \(bind(.text(LikePattern.containing(merchant.lowercased())))) ESCAPE '\\'")
         }
         if let category = filter.category, !category.isEmpty { conditions.append("e.category = \(bind(.text(category)))") }
         let deleted = bind(.bool(filter.state == .deleted))
@@ -91,16 +91,6 @@ public struct ExpenseQuery: Sendable {
         case .deleted, nil: break
         }
         return ("WHERE " + conditions.joined(separator: " AND "), values)
-    }
-
-    /// `%`, `_` and the escape character itself, taken literally by `LIKE … ESCAPE '\'`.
-    static func likeEscaped(_ text: String) -> String {
-        var result = ""
-        for c in text {
-            if c == "%" || c == "_" || c == "\\" { result.append("\\") }
-            result.append(c)
-        }
-        return result
     }
 
     /// The expenses of `filter` with their user's name, in `sort` order:

@@ -47,6 +47,10 @@ import Testing
         #expect(try Self.ids(sync.daemon, ["--sort", "amount", "--reverse"]) == [train, hotel, lunch, coffee, scan])
         #expect(try Self.ids(sync.daemon, ["--sort", "merchant"]) == [scan, coffee, lunch, hotel, train])
 
+        // --ids: the page's ids alone, one a line, in its order.
+        let onlyIDs = try sync.daemon.ctl(["list", "--ids", "--sort", "amount", "--reverse", "--limit", "3"])
+        #expect(onlyIDs.stdout == [train, hotel, lunch].map { $0 + "\n" }.joined(), "\(onlyIDs.stdout)")
+
         // Pages: the answer says whether more follow, and the text says where.
         let first = try sync.daemon.ctlJSON(["list", "--sort", "date", "--limit", "2"])
         #expect(first["expenses"]?.arrayValue?.compactMap { $0["transaction_id"]?.stringValue } == [scan, train])
@@ -88,6 +92,8 @@ import Testing
         (["--merchant", ""], "--merchant: must not be empty"),
         (["--reverse=yes"], "option '--reverse' takes no value"),
         (["--sort"], "option '--sort' needs a value"),
+        (["--ids", "--totals"], "--ids prints transaction ids alone: not with --totals"),
+        (["--ids", "--json"], "--ids prints transaction ids alone: not with --json"),
     ] as [([String], String)])
     func badValues_areUsageErrors_beforeAnythingIsSent(_ arguments: [String], message: String) throws {
         // No daemon at all: the client refuses before it would connect.

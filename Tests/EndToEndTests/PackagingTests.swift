@@ -97,6 +97,49 @@ import Testing
         }
     }
 
+    /// bash's completion, run by a real bash against a real daemon: after a
+    /// verb that takes an expense it offers the daemon's ids, newest first,
+    /// narrowed by what is typed, through the --socket on the line; with no
+    /// daemon there, nothing, and no error on the terminal.
+    @Test func bashCompletion_offersTheDaemonsExpenseIds() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        var ids: [String] = []
+        for i in 0..<3 {
+            let added = try daemon.ctl(["add", "--merchant", "M\(i)", "--amount", "1", "--currency", "EUR", "--date", "2026-01-0\(i + 1)"])
+            ids.append(added.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        // bash-completion's _init_completion is not on the machine: the four
+        // variables it sets, from COMP_WORDS, are all the completion reads.
+        let script = """
+            _init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; }
+            _filedir() { :; }
+            source "$1"; shift
+            COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+            _expensectl
+            printf '%s\\n' "${COMPREPLY[@]}"
+            """
+        func complete(_ words: [String]) throws -> (offered: [String], stderr: String) {
+            let result = try runCommand("/bin/bash", ["-c", script, "bash", "\(Self.root)/contrib/completion/expensectl.bash",
+                                                      BuiltProducts.path("expensectl")] + words)
+            #expect(result.status == 0, "\(words): \(result.stderr)")
+            return (result.stdout.split(separator: "\n").map(String.init).filter { !$0.isEmpty }, result.stderr)
+        }
+        let socket = ["--socket", daemon.socketPath]
+        for verb in ["show", "retry", "discard", "delete", "edit", "resolve"] {
+            #expect(try complete(socket + [verb, ""]).offered == ids.reversed(), "\(verb)")
+        }
+        #expect(try complete(socket + ["show", String(ids[1].prefix(12))]).offered.contains(ids[1]))
+        #expect(try complete(socket + ["show", ids[1]]).offered == [ids[1]])
+        #expect(try complete(socket + ["show", "cp-nothing"]).offered.isEmpty)
+        #expect(try complete(socket + ["list", ""]).offered.isEmpty, "list takes no id")
+        #expect(Set(try complete(socket + ["list", "--i"]).offered) == ["--ids", "--incomplete"])
+        let nowhere = try complete(["--socket", daemon.directory.at("no-daemon.sock"), "show", ""])
+        #expect(nowhere.offered.isEmpty)
+        #expect(nowhere.stderr.isEmpty, "\(nowhere.stderr)")
+    }
+
     @Test func everyConfigurationKey_isDocumented() throws {
         let help = try runCommand(BuiltProducts.path("expensed"), ["--help"]).stdout
         let flags = help.split(separator: "\n").compactMap { line -> String? in

@@ -1,5 +1,20 @@
 # bash completion for expensectl                          -*- shell-script -*-
 
+# The expense ids the daemon has, newest first and at most 200: one bounded
+# query over its listing index, with the --socket, --account or
+# --all-accounts already on the line (ids of the account being acted on).
+_expensectl_ids()
+{
+    local i scope=()
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            --socket|--account) scope+=("${words[i]}" "${words[i + 1]}"); ((i++)) ;;
+            --all-accounts) scope+=(--all-accounts) ;;
+        esac
+    done
+    "${words[0]}" "${scope[@]}" list --ids --sort added --reverse --limit 200 2>/dev/null
+}
+
 _expensectl()
 {
     local cur prev words cword
@@ -46,7 +61,7 @@ _expensectl()
         "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
         add) options="$fields --receipt --client-id" ;;
         edit) options="$fields" ;;
-        list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals" ;;
+        list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals --ids" ;;
         sync) options="--refresh --wait --timeout" ;;
         resolve) options="--take" ;;
         delete) options="--yes" ;;
@@ -55,6 +70,11 @@ _expensectl()
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$options --json --socket --account --all-accounts --help" -- "$cur"))
+        return
     fi
+    case $subcommand in
+        show|retry|discard|delete|edit|resolve)
+            COMPREPLY=($(compgen -W "$(_expensectl_ids)" -- "$cur")) ;;
+    esac
 } &&
     complete -F _expensectl expensectl
