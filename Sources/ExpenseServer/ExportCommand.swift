@@ -26,7 +26,7 @@ extension ServerCommand {
             let output = try FileDescriptor.duplicate(1)
             var buffer = OutputBuffer(output)
             try buffer.append(request.format.header)
-            try store.forEachExpense(filter) { try buffer.append(request.format.line($0)) }
+            try store.forEachExpense(filter) { try buffer.append(request.format.line($0, receiptBase: request.baseURL)) }
             try buffer.flush()
             return ExitStatus.success.rawValue
         } catch {

@@ -126,7 +126,6 @@ public enum ServerCommand {
             if received.isEmpty {
                 servers.stopIdleRetired()
                 runMaintenance(store, configuration: configuration, log: log)
-                do { _ = try service.purgeSessions() } catch { log.log(.warning, "Failed to forget expired sessions: \(error), ignoring") }
             }
         }
 
@@ -157,10 +156,17 @@ public enum ServerCommand {
         var description: String { "the socket passed by the service manager (LISTEN_FDS) is not a listening TCP socket" }
     }
 
-    /// Forgets expired idempotency records and removes receipt files a
-    /// crash left unreferenced. Failures are logged and ignored: the next
-    /// run tries again.
+    /// Forgets expired idempotency records and web sessions, and removes
+    /// receipt files a crash left unreferenced. Runs at start and hourly.
+    /// Failures are logged and ignored: the next run tries again.
     static func runMaintenance(_ store: any ExpenseStorage, configuration: ServeConfiguration, log: ServerLog) {
+        do {
+            // An expired session is refused at every request already; its row only waits here.
+            let forgotten = try store.purgeSessions(nowMilliseconds: Clock.wallMilliseconds)
+            if forgotten > 0 { log.log(.info, "forgot \(forgotten) expired web sessions") }
+        } catch {
+            log.log(.warning, "Failed to forget expired sessions: \(error), ignoring")
+        }
         do {
             let purged = try store.purgeIdempotencyRecords(retentionMilliseconds: Int64(configuration.idempotencyRetentionHours) * 3_600_000)
             if purged > 0 { log.log(.info, "forgot \(purged) idempotency records older than \(configuration.idempotencyRetentionHours) h") }

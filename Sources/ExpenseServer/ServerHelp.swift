@@ -56,6 +56,7 @@ enum ServerHelp {
         CommandOption("--format", valueName: "csv|jsonl", help: "CSV (RFC 4180, the default) or JSON lines."),
         CommandOption("--since", valueName: "DATE", help: "Only expenses dated DATE (YYYY-MM-DD) or later."),
         CommandOption("--user", valueName: "NAME", help: "Only the expenses of the user NAME."),
+        CommandOption("--base-url", valueName: "URL", help: "Receipt links as URL/expenses/ID/receipt, not the path alone\n(URL: http[s]://host[:port][/path])."),
     ])
 
     /// `user add`'s, described with the subcommand.
@@ -92,7 +93,7 @@ enum ServerHelp {
                expense-server user deactivate NAME (--data-dir DIR | --database URL)
                expense-server migrate (--data-dir DIR | --database URL)
                expense-server backup DEST --data-dir DIR [--database PATH]
-               expense-server export [--format csv|jsonl] [--since DATE] [--user NAME] (--data-dir DIR | --database URL)
+               expense-server export [--format csv|jsonl] [--since DATE] [--user NAME] [--base-url URL] (--data-dir DIR | --database URL)
 
         SUBCOMMANDS:
         \(layout.rows(subcommands))

@@ -75,10 +75,12 @@ public final class Accounts: Sendable {
         try directory.account(forTokenHash: SHA256.hexDigest(token))
     }
 
-    /// 1 to 64 of `A-Z a-z 0-9 . _ - @`.
+    /// 1 to 64 of `A-Z a-z 0-9 . _ - @`, and not `.` or `..`: a name is a
+    /// segment of the users page's form actions, and a browser resolves
+    /// those two (even percent-encoded) before sending the form.
     public static func isValidName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        return (1...64).contains(bytes.count) && bytes.allSatisfy { b in
+        return (1...64).contains(bytes.count) && name != "." && name != ".." && bytes.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "-") || b == UInt8(ascii: "@")
         }

@@ -42,11 +42,6 @@ public final class Sessions: Sendable {
         try store.deleteSession(idHash: SHA256.hexDigest(id))
     }
 
-    /// Forgets expired sessions. - Returns: how many.
-    public func purge() throws -> Int {
-        try store.purgeSessions(nowMilliseconds: Clock.wallMilliseconds)
-    }
-
     /// 43 characters of base64url: what ``signIn(token:)`` makes.
     public static func isSessionID(_ id: String) -> Bool {
         id.utf8.count == 43 && id.utf8.allSatisfy { b in

@@ -34,13 +34,14 @@ public enum ExportFormat: String, Sendable, CaseIterable {
     /// text, with exactly their currency's minor units (`12.50` EUR, `1200` JPY).
     /// - Parameter receiptBase: put before a receipt's path (`https://host`), or empty.
     public func line(_ listed: ListedExpense, receiptBase: String = "") -> [UInt8] {
-        let e = listed.stored.expense
+        var e = listed.stored.expense
         let receipt = listed.stored.receipt
+        e.receiptURL = e.receiptURL.map { _ in receiptBase + Self.receiptPath(e.transactionID) }
         switch self {
         case .csv:
             let fields: [String?] = [
                 e.transactionID, listed.userName, e.date, e.merchant, e.amount, e.currency, e.category, e.comment, e.taxTag,
-                e.receiptURL.map { receiptBase + $0 }, receipt?.contentType, receipt?.sha256, receipt.map { String($0.size) },
+                e.receiptURL, receipt?.contentType, receipt?.sha256, receipt.map { String($0.size) },
                 String(e.version), e.createdAt, e.updatedAt, e.deleted ? "true" : "false", e.conflict ? "true" : "false",
             ]
             return Array((fields.map { Self.csvField($0 ?? "") }.joined(separator: ",") + "\r\n").utf8)
@@ -49,12 +50,18 @@ public enum ExportFormat: String, Sendable, CaseIterable {
             writer.beginObject()
             writer.member("user", listed.userName)
             writer.key("expense")
-            var shown = e
-            shown.receiptURL = e.receiptURL.map { receiptBase + $0 }
-            shown.write(to: &writer)
+            e.write(to: &writer)
             writer.endObject()
             return writer.bytes + [0x0A]
         }
+    }
+
+    /// Where an export points at a receipt: the web interface's receipt
+    /// route, which a browser signed in as its owner or an admin opens
+    /// (the API's `receipt_url` needs a bearer token, which a person
+    /// following a link from a spreadsheet does not have).
+    public static func receiptPath(_ transactionID: String) -> String {
+        "/expenses/\(transactionID)/receipt"
     }
 
     /// A CSV field, quoted when it must be (RFC 4180 §2.6–2.7).

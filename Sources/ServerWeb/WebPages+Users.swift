@@ -54,7 +54,9 @@ extension WebPages {
     }
 
     func changeUser(_ session: ActiveSession, name: String, action: String) throws -> HTTPResponse {
-        guard let name = RequestTarget.decode(Substring(name)) else { throw WebError.notFound }
+        // A name no user can have (a NUL, which PostgreSQL's text refuses, a
+        // line break, `..`) is no user's: not found, without asking the database.
+        guard let name = RequestTarget.decode(Substring(name)), Accounts.isValidName(name) else { throw WebError.notFound }
         do {
             switch action {
             case "rotate":

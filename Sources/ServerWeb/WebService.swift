@@ -51,9 +51,4 @@ public final class WebService: HTTPService {
     public func libraryMessage(_ message: String) {
         api.libraryMessage(message)
     }
-
-    /// Forgets expired sessions; for the hourly upkeep.
-    public func purgeSessions() throws -> Int {
-        try sessions.purge()
-    }
 }

@@ -164,6 +164,21 @@ import Testing
         (["export", "--data-dir", "DIR", "--until", "2026-01-01"], "unknown option '--until' for 'export'"),
         (["export", "--data-dir", "DIR", "--admin"], "unknown option '--admin' for 'export'"),
         (["export", "--database", "postgresql://u:secret-password@/x?host=/nonexistent"], "--database must not hold a password"),
+        (["export", "--data-dir", "DIR", "--base-url"], "option '--base-url' needs a value"),
+        (["export", "--data-dir", "DIR", "--base-url", ""], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "example.com"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "ftp://example.com"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "http://"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https:///path"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "http://:8080"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "http://host:"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://host/a b"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://host/?q=1"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://host/#top"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://user@host"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://host/\"x"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "http://h\u{7}ost"], "--base-url must be http:// or https://"),
+        (["export", "--data-dir", "DIR", "--base-url", "https://h\u{E9}te"], "--base-url must be http:// or https://"),
         // migrate
         (["migrate"], "--data-dir is required"),
         (["migrate", "--data-dir"], "option '--data-dir' needs a value"),
@@ -220,7 +235,7 @@ import Testing
         #expect(bad.status == 64)
         #expect(bad.stderr == """
             expense-server: invalid user name 'bad name': a user name is 1 to 64 of the ASCII letters A-Z and a-z, \
-            the digits 0-9, '.', '_', '-' and '@'
+            the digits 0-9, '.', '_', '-' and '@', and not '.' or '..'
             Run 'expense-server --help' for usage.
 
             """)

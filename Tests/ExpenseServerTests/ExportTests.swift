@@ -85,7 +85,15 @@ import Testing
         let fields = try #require(expense["expense"] as? [String: Any])
         #expect(fields["merchant"] as? String == "Caf\u{E9}, \"Le\" 10\nx")
         #expect(fields["amount"] as? String == "10.10")
-        #expect(fields["receipt_url"] as? String == "/v1/expenses/cp-bulk00000000000000010/receipt")
+        // The web interface's receipt route (a person's browser opens it), relative...
+        #expect(fields["receipt_url"] as? String == "/expenses/cp-bulk00000000000000010/receipt")
+        #expect(objects.filter { (($0["expense"] as? [String: Any])?["receipt_url"] as? String) != nil }.count == 6)
+        // ...or after --base-url, its trailing slash dropped.
+        let based = try CSVReader.parse(try export(server, ["--base-url", "https://expenses.example.com:8443/team/"]).output)
+        let column = try #require(based.first?.firstIndex(of: "receipt_url"))
+        let links = based.dropFirst().map { $0[column] }.filter { !$0.isEmpty }
+        #expect(links.count == 6 && links.contains("https://expenses.example.com:8443/team/expenses/cp-bulk00000000000000010/receipt"), "\(links)")
+        #expect(links.allSatisfy { $0.hasPrefix("https://expenses.example.com:8443/team/expenses/cp-bulk") && $0.hasSuffix("/receipt") })
 
         let bobs = try CSVReader.parse(try export(server, ["--user", "bob"]).output)
         #expect(bobs.count == 11 && bobs.dropFirst().allSatisfy { $0[1] == "bob" })

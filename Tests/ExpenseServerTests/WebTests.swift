@@ -260,7 +260,7 @@ import Testing
         #expect(export.header("Content-Disposition") == "attachment; filename=\"expenses.csv\"")
         let rows = try CSVReader.parse(export.body)
         #expect(rows.dropFirst().map { $0[0] }.sorted() == expected.map { String(format: "cp-bulk%017d", $0) }.sorted())
-        #expect(rows.dropFirst().allSatisfy { $0[9].hasPrefix("http://127.0.0.1/v1/expenses/") })
+        #expect(rows.dropFirst().allSatisfy { $0[9].hasPrefix("http://127.0.0.1/expenses/cp-bulk") && $0[9].hasSuffix("/receipt") })
         let dated = try client.get("/expenses?from=2026-01-10&to=2026-01-12&sort=date")
         #expect(dated.text.contains("3 expenses"))
     }

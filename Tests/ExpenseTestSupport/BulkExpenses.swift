@@ -61,7 +61,7 @@ extension StorageFixture {
     public func exportableRows() throws -> [[String?]] {
         try rows("""
             SELECT e.transaction_id, u.name, e.date, e.merchant, e.amount, e.currency, e.category, e.comment, e.tax_tag,
-                   CASE WHEN e.receipt_sha256 IS NULL THEN NULL ELSE '/v1/expenses/' || e.transaction_id || '/receipt' END,
+                   CASE WHEN e.receipt_sha256 IS NULL THEN NULL ELSE '/expenses/' || e.transaction_id || '/receipt' END,
                    e.receipt_type, e.receipt_sha256, CAST(e.receipt_size AS TEXT), CAST(e.version AS TEXT), e.created_at, e.updated_at
             FROM expenses e JOIN users u ON u.id = e.user_id WHERE NOT e.deleted ORDER BY e.transaction_id
             """, columns: 16)
