@@ -68,9 +68,10 @@ public final class ConnectionPool: Sendable {
         while let lent = state.withLock({ $0.idle.popLast() }) {
             if lent.connection.isUsable { return lent }
         }
-        let now = DispatchTime.now().uptimeNanoseconds
+        // The clock is read after the failure: a failure another thread
+        // recorded after an earlier reading would make the difference negative.
         if let failure = state.withLock({ $0.failure }),
-           now - failure.at < UInt64(options.reconnectDelayMilliseconds) * 1_000_000 {
+           DispatchTime.now().uptimeNanoseconds - failure.at < UInt64(options.reconnectDelayMilliseconds) * 1_000_000 {
             throw failure.error
         }
         do {

@@ -1,4 +1,5 @@
 import Digest
+import Dispatch
 import Postgres
 import ServerStorage
 import Synchronization
@@ -30,8 +31,11 @@ final class ClaimLocks: Sendable {
     /// same one (its lock is unlocked where it was locked).
     private let shards: [Shard]
 
-    init(url: String, defaults: [(String, String)], connections: Int = 4) {
-        shards = (0..<connections).map { _ in Shard(url: url, defaults: defaults) }
+    /// - Parameter reconnectDelayMilliseconds: how long a failure to
+    ///   connect is remembered (the pool's: claims meanwhile fail at once).
+    init(url: String, defaults: [(String, String)], connections: Int = 4,
+         reconnectDelayMilliseconds: Int = ConnectionPool.Options().reconnectDelayMilliseconds) {
+        shards = (0..<connections).map { _ in Shard(url: url, defaults: defaults, reconnectDelayMilliseconds: reconnectDelayMilliseconds) }
     }
 
     /// - Returns: false when a request with the key is in progress, in
@@ -72,6 +76,7 @@ final class ClaimLocks: Sendable {
 private final class Shard: Sendable {
     private let url: String
     private let defaults: [(String, String)]
+    private let reconnectDelayNanoseconds: UInt64
     private let state = Mutex(State())
 
     private struct State: ~Copyable {
@@ -80,25 +85,58 @@ private final class Shard: Sendable {
         /// again, when two keys' hashes meet, and must unlock it as often).
         /// Emptied with a lost connection, whose locks went with it.
         var holds: [Int64: Int] = [:]
+        /// The last failure to connect, and when (monotonic nanoseconds).
+        var failure: (error: PostgresError, at: UInt64)?
     }
 
-    init(url: String, defaults: [(String, String)]) {
+    init(url: String, defaults: [(String, String)], reconnectDelayMilliseconds: Int) {
         self.url = url
         self.defaults = defaults
+        reconnectDelayNanoseconds = UInt64(reconnectDelayMilliseconds) * 1_000_000
     }
 
     /// `pg_try_advisory_lock`, on the connection, made again when it was lost.
     func lock(_ lock: Int64) throws -> Bool {
-        try state.withLock { state throws -> Bool in
-            if let holder = state.connection, !holder.connection.isUsable {
-                state.connection = nil
-                state.holds = [:]
+        // Twice at most: a connection made by `connect()` can be lost again
+        // before its first query; the second loss is an error.
+        for attempt in 0..<2 {
+            let taken = try state.withLock { state throws -> Bool? in
+                if let holder = state.connection, !holder.connection.isUsable {
+                    state.connection = nil
+                    state.holds = [:]
+                }
+                guard let holder = state.connection else { return nil }
+                let taken = try holder.connection.queryFirst("SELECT pg_try_advisory_lock($1)", [.integer(lock)]) { $0.bool(0) } == true
+                if taken { state.holds[lock, default: 0] += 1 }
+                return taken
             }
-            let holder = try state.connection ?? Holder(try Connection(url, defaults: defaults))
-            state.connection = holder
-            let taken = try holder.connection.queryFirst("SELECT pg_try_advisory_lock($1)", [.integer(lock)]) { $0.bool(0) } == true
-            if taken { state.holds[lock, default: 0] += 1 }
-            return taken
+            if let taken { return taken }
+            if attempt == 0 { try connect() }
+        }
+        throw PostgresError(.connection, message: "the claim connection was lost as soon as it was made")
+    }
+
+    /// Makes the shard's connection, outside its mutex: a database that
+    /// does not answer keeps each claim waiting for one connect timeout,
+    /// never for those of every claim queued before it. A failure is
+    /// remembered for a moment, as the pool does, so that the claims
+    /// meanwhile are answered `503` at once.
+    private func connect() throws {
+        // The clock read after the failure: never before it, whatever another thread recorded.
+        if let failure = state.withLock({ $0.failure }), DispatchTime.now().uptimeNanoseconds - failure.at < reconnectDelayNanoseconds {
+            throw failure.error
+        }
+        do {
+            let holder = Holder(try Connection(url, defaults: defaults))
+            state.withLock { state in
+                state.failure = nil
+                // Another claim may have connected meanwhile: keep the one
+                // whose locks are held; this one closes as it goes.
+                if state.connection == nil { state.connection = holder }
+            }
+        } catch {
+            if error.isUnavailable { state.withLock { $0.failure = (error, DispatchTime.now().uptimeNanoseconds) } }
+            throw error
         }
     }
 
