@@ -7,11 +7,14 @@ chromium and chromium-driver, through selenium), as BrowserTests starts it:
 facts.json names the tokens and expenses the test made. Every step
 asserts; the script prints one JSON object of what it measured on its
 last line and exits 0, or prints the failed step and exits 1. The
-browser's own processes end with driver.quit(), in every case."""
+browser's own processes end with driver.quit(), in every case, SIGTERM
+included; their pids are printed first ("pids: chromedriver=N chromium=M")
+so that the test can stop them by pid should this script be killed."""
 
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -92,9 +95,57 @@ for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-s
 options.add_experimental_option("prefs", {"download.default_directory": downloads, "download.prompt_for_download": False})
 # A dialog stays open for no_dialog() to find, instead of being dismissed.
 options.set_capability("unhandledPromptBehavior", "ignore")
+
+
+def terminated(signum, _frame):
+    """SIGTERM (the test's timeout) ends the script through `finally`,
+    which stops chromedriver and Chromium too."""
+    raise SystemExit(128 + signum)
+
+
+def stop_browser(driver, browser_pid):
+    """After a SIGTERM the driver may be in the middle of a command (a page
+    that never loads) that driver.quit() would wait behind: the browser and
+    chromedriver are stopped by their pids instead."""
+    for pid in [browser_pid, driver.service.process.pid]:
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    driver.service.process.wait()
+
+
+def chromium_pid(driver_pid):
+    """The browser chromedriver started: its child running Chromium."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        # The parent pid is the second field after the parenthesised name.
+        if int(stat.rsplit(")", 1)[1].split()[1]) == driver_pid and b"chromium" in command:
+            return int(entry)
+    return None
+
+
+# A SIGTERM while the browser starts waits until there is a driver to quit.
+early = []
+signal.signal(signal.SIGTERM, lambda signum, _frame: early.append(signum))
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver", log_output=os.path.join(work, "chromedriver.log")), options=options)
 wait = WebDriverWait(driver, 20)
+browser_pid = None
 try:
+    signal.signal(signal.SIGTERM, terminated)
+    if early:
+        terminated(early[0], None)
+    browser_pid = chromium_pid(driver.service.process.pid)
+    print(f"pids: chromedriver={driver.service.process.pid} chromium={browser_pid}", flush=True)
     step("sign in")
     driver.get(base + "/expenses")
     check(driver.current_url.endswith("/sign-in"), "a signed-out list goes to the sign-in page")
@@ -226,5 +277,9 @@ except Exception as error:  # noqa: BLE001 - every failure is reported the same 
     with open(os.path.join(work, "failure.html"), "w") as f:
         f.write(driver.page_source)
     sys.exit(1)
+except SystemExit:
+    stop_browser(driver, browser_pid)
+    raise
 finally:
-    driver.quit()
+    if driver.service.process.poll() is None:
+        driver.quit()

@@ -49,10 +49,10 @@ import Testing
         ]
         let factsFile = "\(work)/facts.json"
         #expect(FileManager.default.createFile(atPath: factsFile, contents: try JSONSerialization.data(withJSONObject: facts)))
-        let python = "\(BuiltProducts.packageRoot)/.build/venv/bin/python"
-        let browser = try ChildProcess(python, ["\(BuiltProducts.packageRoot)/scripts/browser-check.py", "http://127.0.0.1:\(harness.port)", work],
-                                       outputDirectory: work, name: "browser-check", stdinPath: factsFile)
-        defer { browser.stop() }
+        let check = try BrowserCheck(base: "http://127.0.0.1:\(harness.port)", work: work, facts: factsFile)
+        // A timeout stops chromedriver and Chromium too, not only the script.
+        defer { check.stop() }
+        let browser = check.process
         let status = browser.waitForExit(timeout: 240)
         let output = browser.standardOutput
         #expect(status == 0, "\(output)\n\(browser.standardError)")
@@ -72,5 +72,39 @@ import Testing
         #expect(try db.scalarInt("SELECT version FROM expenses WHERE transaction_id = ?", [.text(synced.transactionID)]) == syncedVersion + 2)
         #expect(try db.scalarInt("SELECT count(*) FROM expenses WHERE merchant = 'Edited Lunch' AND category = 'Travel' AND comment IS NULL") == 1)
         _ = harness.daemon.stop()
+    }
+
+    /// A browser check that times out (here: a server that never answers)
+    /// leaves no chromedriver or Chromium running: the script stops them
+    /// on SIGTERM, and when the script itself is killed, ``BrowserCheck``
+    /// stops them by pid.
+    @Test func aStoppedBrowserCheck_leavesNoChromedriverOrChromiumBehind() throws {
+        let directory = TemporaryDirectory(prefix: "browser-stop")
+        let hanging = try LoopbackHTTPServer { _ in .hang }
+        defer { hanging.stop() }
+        let facts = directory.at("facts.json")
+        #expect(FileManager.default.createFile(atPath: facts, contents: Data(#"{"token": "esk_none"}"#.utf8)))
+        for signal in [SIGTERM, SIGKILL] {
+            let work = directory.at("work-\(signal)")
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            let check = try BrowserCheck(base: hanging.baseURL, work: work, facts: facts)
+            defer { check.stop() }
+            // Started, and its first page is loading (and never will).
+            try waitUntil(timeout: 120, "the script printed its pids and asked for a page") {
+                check.printedPIDs.count == 2 && !hanging.requests.isEmpty
+            }
+            let pids = check.browserPIDs
+            #expect(pids.count >= 2, "\(pids)")
+            check.process.signal(signal)
+            let status = check.process.waitForExit(timeout: 60)
+            #expect(status == 128 + signal, "\(check.process.standardOutput)\n\(check.process.standardError)")
+            if signal == SIGKILL {
+                // Killed, the script could stop nothing: the browser is still there...
+                #expect(pids.contains { BrowserCheck.isLive($0) })
+                check.stop()
+            }
+            // ...and gone once stopped, by the script or by pid.
+            try waitUntil(timeout: 30, "chromedriver and Chromium exited after \(signal)") { !pids.contains { BrowserCheck.isLive($0) } }
+        }
     }
 }
