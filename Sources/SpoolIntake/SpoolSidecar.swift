@@ -14,13 +14,18 @@ enum SpoolSidecar {
     /// The largest sidecar read; no valid one comes near it.
     static let maxBytes = 64 * 1024
 
-    /// The fields a sidecar may set.
-    static let fieldNames = ["merchant", "amount", "currency", "date", "category", "comment"]
+    /// The fields a sidecar may set: every field `expensectl add` takes.
+    static let fieldNames = ExpenseFields.names
+
+    /// The UTF-8 byte-order mark some Windows tools write first.
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     /// The fields in `bytes`, each valid on its own and normalized. Whether they are
     /// enough (an expense without a receipt needs more) is checked once it
     /// is known whether a receipt comes with them.
     static func parse(_ bytes: [UInt8]) throws(SpoolRejection) -> ExpenseFields {
+        // A byte-order mark says only that the text is UTF-8, which it must be anyway.
+        let bytes = bytes.starts(with: byteOrderMark) ? Array(bytes.dropFirst(byteOrderMark.count)) : bytes
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw SpoolRejection("sidecar is not valid UTF-8")
         }

@@ -167,14 +167,14 @@ import Testing
     @Test func invalidSidecar_isRejectedWithAReasonNamingTheField() throws {
         defer { daemon.stop() }
         let drops: [(String, String)] = [
-            ("unknown.json", #"{"merchant":"M","amount":"1.00","currency":"EUR","date":"2026-01-01","tax_tag":"VAT"}"#),
+            ("unknown.json", #"{"merchant":"M","amount":"1.00","currency":"EUR","date":"2026-01-01","vat":"VAT"}"#),
             ("currency.json", #"{"merchant":"M","amount":"1.00","currency":"XXY","date":"2026-01-01"}"#),
             ("nodate.json", #"{"merchant":"M","amount":"1.00","currency":"EUR"}"#),
             ("number.json", #"{"merchant":"M","amount":1,"currency":"EUR","date":"2026-01-01"}"#),
         ]
         for (file, text) in drops { try SpoolDrop.byRename(Array(text.utf8), as: name(file), in: spool, staging: staging) }
         try daemon.waitForSpool(expenses: 0, rejected: 4)
-        #expect(try reason("unknown.json").contains("reason: sidecar field 'tax_tag' is not an expense field"))
+        #expect(try reason("unknown.json").contains("reason: sidecar field 'vat' is not an expense field"))
         #expect(try reason("currency.json").contains("reason: sidecar field currency: 'XXY' is not an ISO 4217 currency code\n"))
         #expect(try reason("nodate.json").contains("reason: sidecar field date: required for an expense without a receipt\n"))
         #expect(try reason("number.json").contains("reason: sidecar field 'amount' must be a string, got a number\n"))

@@ -17,6 +17,18 @@ import Testing
         #expect(fields == ExpenseFields(amount: "10.00", currency: "EUR"))
     }
 
+    @Test func taxTag_isTakenAsAddTakesIt() throws {
+        let fields = try SpoolSidecar.parse(Array(#"{"merchant":"A","tax_tag":"VAT-20"}"#.utf8))
+        #expect(fields == ExpenseFields(merchant: "A", taxTag: "VAT-20"))
+        // Blank is none, as for every optional field.
+        #expect(try SpoolSidecar.parse(Array(#"{"tax_tag":"  "}"#.utf8)).taxTag == nil)
+    }
+
+    @Test func byteOrderMark_atTheStartIsAccepted() throws {
+        let fields = try SpoolSidecar.parse([0xEF, 0xBB, 0xBF] + Array(#"{"merchant":"Blue Bottle"}"#.utf8))
+        #expect(fields == ExpenseFields(merchant: "Blue Bottle"))
+    }
+
     @Test func emptyObject_isNoFields() throws {
         #expect(try SpoolSidecar.parse(Array("{}".utf8)).isEmpty)
     }
@@ -27,7 +39,10 @@ import Testing
         (Array("{\"merchant\": ".utf8), "sidecar is not valid JSON"),
         (Array("[1, 2]".utf8), "sidecar must be a JSON object, got an array"),
         (Array("\"text\"".utf8), "sidecar must be a JSON object, got a string"),
-        (Array(#"{"merchant":"A","tax_tag":"x"}"#.utf8), "sidecar field 'tax_tag' is not an expense field"),
+        (Array(#"{"merchant":"A","taxtag":"x"}"#.utf8), "sidecar field 'taxtag' is not an expense field"),
+        (Array(#"{"tax_tag":"\#(String(repeating: "t", count: 65))"}"#.utf8), "sidecar field tax_tag: longer than 64 characters"),
+        ([0xEF, 0xBB] + Array("{}".utf8), "sidecar is not valid UTF-8"),
+        ([0xEF, 0xBB, 0xBF, 0xEF, 0xBB, 0xBF] + Array("{}".utf8), "sidecar is not valid JSON"),
         (Array(#"{"vendor":"A"}"#.utf8), "sidecar field 'vendor' is not an expense field"),
         (Array(#"{"a\nb":"A"}"#.utf8), #"sidecar field 'a\x0ab' is not an expense field"#),
         (Array(#"{"amount":12.5,"currency":"EUR"}"#.utf8), "sidecar field 'amount' must be a string, got a number"),
