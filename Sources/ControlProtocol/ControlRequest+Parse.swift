@@ -3,6 +3,9 @@ import ExpenseCore
 // Turns a request line into a typed ``ControlRequest`` or a
 // ``ControlFailure`` naming what was wrong (docs/control-protocol.md).
 extension ControlRequest {
+    /// The longest `receipt_path` taken: `PATH_MAX`.
+    public static let receiptPathMaxBytes = 4096
+
     /// Parses one line (without its newline).
     public static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlFailure> {
         guard String(validating: line, as: UTF8.self) != nil else {
@@ -42,7 +45,7 @@ extension ControlRequest {
         }
         switch op {
         case .add:
-            try f.allow(["expense", "client_id", "receipt"])
+            try f.allow(["expense", "client_id", "receipt", "receipt_path"])
             let clientID = try f.optionalString("client_id")
             if let clientID, !ClientID.isCanonical(clientID) {
                 throw ControlFailure(.invalidField, "client_id must be a UUID in lowercase canonical form", field: "client_id")
@@ -51,9 +54,14 @@ extension ControlRequest {
             if f.members["expense"]?.isNull ?? true, !hasReceipt {
                 throw ControlFailure(.missingField, "expense is required without a receipt: an object with merchant, amount, currency and date", field: "expense")
             }
+            let receiptPath = try f.optionalString("receipt_path")
+            if let receiptPath, receiptPath.isEmpty || receiptPath.utf8.count > Self.receiptPathMaxBytes {
+                throw ControlFailure(.invalidField, "receipt_path must be 1 to \(Self.receiptPathMaxBytes) bytes", field: "receipt_path")
+            }
             let given = try expenseFields(f.members["expense"], field: "expense", required: false)
             do {
-                return .add(fields: try Validation.normalizedCreate(given, hasReceipt: hasReceipt), clientID: clientID, hasReceipt: hasReceipt)
+                return .add(fields: try Validation.normalizedCreate(given, hasReceipt: hasReceipt), clientID: clientID, hasReceipt: hasReceipt,
+                            receiptPath: receiptPath)
             } catch {
                 throw ControlFailure(error.isMissing ? .missingField : .invalidField, error.description, field: error.field)
             }

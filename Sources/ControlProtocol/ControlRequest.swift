@@ -30,7 +30,8 @@ public struct ControlRequest: Sendable, Equatable {
     public enum Command: Sendable, Equatable {
         /// Queue a new expense. `clientID` makes a retried add idempotent;
         /// `hasReceipt` says a descriptor came with the line.
-        case add(fields: ExpenseFields, clientID: String?, hasReceipt: Bool)
+        /// `receiptPath`: the path the receipt was given as, kept as the expense's source.
+        case add(fields: ExpenseFields, clientID: String?, hasReceipt: Bool, receiptPath: String? = nil)
         /// One page of the expenses a query matches (``ListQuery``).
         case list(ListQuery)
         case show(ref: String)
@@ -76,10 +77,11 @@ public struct ControlRequest: Sendable, Equatable {
         case .all: members["all_accounts"] = true
         }
         switch command {
-        case .add(let fields, let clientID, let hasReceipt):
+        case .add(let fields, let clientID, let hasReceipt, let receiptPath):
             members["expense"] = .object(fields.jsonMembers)
             if let clientID { members["client_id"] = .string(clientID) }
             if hasReceipt { members["receipt"] = true }
+            if let receiptPath { members["receipt_path"] = .string(receiptPath) }
         case .list(let query):
             members.merge(query.jsonMembers) { _, new in new }
         case .status, .watch, .stats:

@@ -15,9 +15,12 @@ public struct ExpenseSummary: ControlResult, Equatable {
     public var version: Int?
     public var conflict: Bool
     public var conflicts: [String: ConflictValues]
+    /// Where it came from, when this device made it.
+    public var source: ExpenseSource?
 
     public init(transactionID: String, clientID: String, state: ExpenseView.State, fields: ExpenseFields, pendingFields: [String],
-                receipt: ReceiptState, receiptURL: String?, version: Int?, conflict: Bool, conflicts: [String: ConflictValues]) {
+                receipt: ReceiptState, receiptURL: String?, version: Int?, conflict: Bool, conflicts: [String: ConflictValues],
+                source: ExpenseSource? = nil) {
         self.transactionID = transactionID
         self.clientID = clientID
         self.state = state
@@ -28,12 +31,13 @@ public struct ExpenseSummary: ControlResult, Equatable {
         self.version = version
         self.conflict = conflict
         self.conflicts = conflicts
+        self.source = source
     }
 
     public init(_ view: ExpenseView) {
         self.init(transactionID: view.transactionID, clientID: view.clientID, state: view.state, fields: view.fields,
                   pendingFields: view.pendingFields, receipt: view.receipt, receiptURL: view.receiptURL, version: view.version,
-                  conflict: view.conflict, conflicts: view.conflicts)
+                  conflict: view.conflict, conflicts: view.conflicts, source: view.source)
     }
 
     public var json: JSONValue { .object(members) }
@@ -50,6 +54,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
             "version": version.map { .integer($0) } ?? .null,
             "conflict": .bool(conflict),
             "conflicts": .object(conflicts.mapValues { ["server": .string($0.server), "client": .string($0.client)] }),
+            "source": source.map(Self.json) ?? .null,
         ]
         for name in ExpenseFields.names { object[name] = .string(fields[name]) }
         return object
@@ -57,6 +62,18 @@ public struct ExpenseSummary: ControlResult, Equatable {
 
     public init(json: JSONValue) throws(ControlDecodingError) {
         try self.init(try Members(json, path: "result"))
+    }
+
+    static func json(_ source: ExpenseSource) -> JSONValue {
+        .object(["kind": .string(source.kind.rawValue), "name": .string(source.name), "sidecar": .string(source.sidecar),
+                 "dropped_at": timestampJSON(source.droppedMilliseconds)])
+    }
+
+    static func source(_ m: Members, _ key: String) throws(ControlDecodingError) -> ExpenseSource? {
+        guard try !m.required(key).isNull else { return nil }
+        let s = try m.object(key)
+        return ExpenseSource(kind: try s.choice("kind", ExpenseSource.Kind.self), name: try s.string("name"),
+                             sidecar: try s.nullableString("sidecar"), droppedMilliseconds: try s.nullableTimestamp("dropped_at"))
     }
 
     init(_ m: Members) throws(ControlDecodingError) {
@@ -76,6 +93,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
         self.init(transactionID: try m.string("transaction_id"), clientID: try m.string("client_id"),
                   state: try m.choice("state", ExpenseView.State.self), fields: fields, pendingFields: pending,
                   receipt: try m.choice("receipt", ReceiptState.self), receiptURL: try m.nullableString("receipt_url"),
-                  version: try m.nullableInteger("version").map { Int($0) }, conflict: try m.bool("conflict"), conflicts: conflicts)
+                  version: try m.nullableInteger("version").map { Int($0) }, conflict: try m.bool("conflict"), conflicts: conflicts,
+                  source: try Self.source(m, "source"))
     }
 }

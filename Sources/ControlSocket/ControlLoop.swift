@@ -295,7 +295,7 @@ final class ControlLoop {
                 connection.send(failure.json)
             case .success(let request):
                 var receipt: FileDescriptor?
-                if case .add(_, _, true) = request.command {
+                if case .add(_, _, true, _) = request.command {
                     guard attached.count == 1 else {
                         connection.send(ControlFailure(id: request.id, .receiptMissing, attached.isEmpty
                             ? "\"receipt\": true needs the file's descriptor sent with the line (SCM_RIGHTS)"

@@ -37,11 +37,12 @@ public final class Logger: Sendable {
     /// Logs one line. When it is about an expense, `transactionID` is both
     /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the
     /// message; `account`, its account, is the field `EXPENSE_ACCOUNT`
-    /// (empty for the default account).
+    /// (empty for the default account); `source`, where the expense came
+    /// from (``ExpenseSource/compact``), is `EXPENSE_SOURCE`.
     /// The message is built only when its priority is logged (some debug
     /// lines are per request).
     public func log(_ priority: Priority, _ message: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil,
-                    account: String? = nil, messageID: MessageID? = nil) {
+                    account: String? = nil, source: String? = nil, messageID: MessageID? = nil) {
         guard priority <= threshold else { return }
         let text = (transactionID.map { "\($0): " } ?? "") + message()
         if toJournal {
@@ -51,6 +52,7 @@ public final class Logger: Sendable {
             if let transactionID { entry.append(("EXPENSE_TRANSACTION_ID", transactionID)) }
             if let jobUUID { entry.append(("EXPENSE_JOB_UUID", jobUUID)) }
             if let account { entry.append(("EXPENSE_ACCOUNT", account)) }
+            if let source { entry.append(("EXPENSE_SOURCE", source)) }
             if let messageID { entry.append(("MESSAGE_ID", messageID.rawValue)) }
             if Journal.send(entry) { return }
         }
@@ -71,8 +73,8 @@ public final class Logger: Sendable {
         log(.notice, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
     }
     public func info(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil,
-                      messageID: MessageID? = nil) {
-        log(.info, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, messageID: messageID)
+                     source: String? = nil, messageID: MessageID? = nil) {
+        log(.info, m(), transactionID: transactionID, jobUUID: jobUUID, account: account, source: source, messageID: messageID)
     }
     public func debug(_ m: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil, account: String? = nil) {
         log(.debug, m(), transactionID: transactionID, jobUUID: jobUUID, account: account)

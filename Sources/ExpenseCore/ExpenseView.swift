@@ -21,6 +21,8 @@ public struct ExpenseView: Sendable, Equatable {
     public var conflicts: [String: ConflictValues]
     public var createdAt: String?
     public var jobs: [PendingJob]
+    /// Where it came from, when this device made it (``ExpenseSource``).
+    public var source: ExpenseSource?
 
     /// Folds `jobs` (any order) over `cached`. Returns `nil` when there is
     /// nothing to show: no cache row and no create, or a deleted expense
@@ -72,6 +74,7 @@ public struct ExpenseView: Sendable, Equatable {
             conflict: cached?.conflict ?? false,
             conflicts: cached?.conflicts ?? [:],
             createdAt: cached?.createdAt,
-            jobs: jobs)
+            jobs: jobs,
+            source: nil)
     }
 }

@@ -1,6 +1,9 @@
 import ControlProtocol
 import ExpenseCore
 import Posix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // The subcommands that act on one expense, or list them.
 
@@ -25,7 +28,8 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     }
     var receipt: FileDescriptor?
     if let receiptPath { receipt = try openReceipt(receiptPath) }
-    let command = ControlRequest.Command.add(fields: fields, clientID: clientID, hasReceipt: receipt != nil)
+    let command = ControlRequest.Command.add(fields: fields, clientID: clientID, hasReceipt: receipt != nil,
+                                             receiptPath: receiptPath.map(sourcePath))
 
     func send() throws -> AddResult {
         do {
@@ -53,6 +57,20 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
         }
     }
     return .success
+}
+
+/// The receipt's path as the expense keeps it, its source: absolute (the
+/// daemon's working directory is not the caller's), as UTF-8 (an invalid
+/// byte becomes U+FFFD), at most `PATH_MAX` bytes (longer is cut).
+func sourcePath(_ pathBytes: [UInt8]) -> String {
+    var bytes = pathBytes
+    if bytes.first != UInt8(ascii: "/"), let cwd = getcwd(nil, 0) {
+        defer { free(cwd) }
+        bytes = Array(String(cString: cwd).utf8) + [UInt8(ascii: "/")] + bytes
+    }
+    var path = String(decoding: bytes, as: UTF8.self)
+    while path.utf8.count > ControlRequest.receiptPathMaxBytes { path.removeFirst() }
+    return path
 }
 
 /// Opens a receipt with the caller's own rights; the daemon receives the
@@ -107,7 +125,7 @@ func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
             var state = Output.text(expense.state.rawValue)
             if expense.conflict { state += " (conflict)" }
             table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
-                               amountText(expense.fields), Output.text(expense.fields.merchant)])
+                               amountText(expense.fields), merchantText(expense)])
         }
         Output.out(table.rendered)
     }
@@ -148,6 +166,25 @@ func listQuery(_ invocation: Invocation) throws -> ListQuery {
     return query
 }
 
+/// The merchant, or, for an expense that has none yet, the file it came
+/// from in brackets: receipt-only scans are told apart at a glance.
+func merchantText(_ expense: ExpenseSummary) -> String {
+    if expense.fields.merchant == nil, let source = expense.source { return "[\(Output.text(source.name))]" }
+    return Output.text(expense.fields.merchant)
+}
+
+/// Where an expense came from, on one line of `show`.
+func sourceText(_ source: ExpenseSource?) -> String {
+    guard let source else { return "-" }
+    switch source.kind {
+    case .file:
+        return "receipt file \(Output.text(source.name))"
+    case .spool:
+        return "spool file \(Output.text(source.name))" + (source.sidecar.map { " with sidecar \(Output.text($0))" } ?? "")
+            + (source.droppedMilliseconds.map { ", dropped \(Timestamp.format(milliseconds: $0))" } ?? "")
+    }
+}
+
 func amountText(_ fields: ExpenseFields) -> String {
     guard let amount = fields.amount else { return "-" }
     return amount + (fields.currency.map { " \($0)" } ?? "")
@@ -173,6 +210,7 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         ("Receipt", Output.text(expense.receipt.rawValue)),
         ("Receipt URL", Output.text(expense.receiptURL)),
         ("Version", expense.version.map(String.init) ?? "-"),
+        ("Source", sourceText(expense.source)),
     ]
     if !expense.pendingFields.isEmpty { lines.append(("Pending fields", expense.pendingFields.joined(separator: ", "))) }
     if expense.conflict {

@@ -53,7 +53,8 @@ extension Configuration {
     }
 
     var spoolSettings: SpoolSettings {
-        SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds)
+        SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds,
+                      sidecarWindowMilliseconds: spoolSidecarWindowMilliseconds)
     }
 
     var controlLimits: ControlLimits {

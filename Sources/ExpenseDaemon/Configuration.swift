@@ -32,6 +32,7 @@ public struct Configuration: Sendable, Equatable {
     /// Certificate authorities to trust for an `https://` server (PEM), instead of the system's.
     public var caFile: String?
     public var spoolSettleMilliseconds: Int64 = 500
+    public var spoolSidecarWindowMilliseconds: Int64 = 10 * 60_000
     public var spoolMaxBytes = 25 * 1024 * 1024
     public var logTarget: Logger.Target = .auto
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
@@ -77,6 +78,7 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "connect_timeout", flag: "--connect-timeout", valueName: "DURATION", help: "connect timeout per request (default 10s)") { c, v throws(ConfigurationError) in c.connectTimeoutMilliseconds = try duration(v, 100...(10 * minute)) },
         Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v, 1000...day) },
         Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar, and 20 times that a truncated one for its writer (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v, 0...hour) },
+        Key(name: "spool_sidecar_window", flag: "--spool-sidecar-window", valueName: "DURATION", help: "a sidecar this late for a receipt taken alone edits its expense; 0 turns it off (default 10m)") { c, v throws(ConfigurationError) in c.spoolSidecarWindowMilliseconds = try duration(v, 0...(7 * day)) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }

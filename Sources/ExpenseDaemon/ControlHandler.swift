@@ -83,7 +83,7 @@ final class ControlHandler: Sendable {
     /// the only wait, and the answer goes out from the store's thread, two
     /// thread hand-offs fewer than through a task. Everything else declines.
     func answerDirectly(_ incoming: IncomingRequest) -> Bool {
-        guard case .add(let fields, let clientID, false) = incoming.request.command else { return false }
+        guard case .add(let fields, let clientID, false, _) = incoming.request.command else { return false }
         let account: String
         do {
             account = try addAccount(incoming)
@@ -151,8 +151,9 @@ final class ControlHandler: Sendable {
     }
 
     private func perform(_ incoming: IncomingRequest) async throws -> any ControlResult {
-        if case .add(let fields, let clientID, _) = incoming.request.command {
-            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt, account: addAccount(incoming))
+        if case .add(let fields, let clientID, _, let receiptPath) = incoming.request.command {
+            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt, receiptPath: receiptPath,
+                                 account: addAccount(incoming))
         }
         // Every other op acts in the caller's scope: an expense of another
         // account is "no such expense" to it.
@@ -209,7 +210,7 @@ final class ControlHandler: Sendable {
         }
     }
 
-    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, account: String) async throws -> AddResult {
+    private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
             let maxBytes = settings.receiptMaxBytes
@@ -218,15 +219,17 @@ final class ControlHandler: Sendable {
             }
             FaultPoints.hit("after-receipt-staged")
         }
-        return added(try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds, account: account),
-                     account: account)
+        let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds,
+                                                   account: account, receiptPath: receiptPath)
+        return added(result, account: account, receiptPath: staged == nil ? nil : receiptPath)
     }
 
     /// After an add committed: log it, tell watchers and the drainer, and answer.
-    private func added(_ result: EnqueueResult, account: String) -> AddResult {
+    private func added(_ result: EnqueueResult, account: String, receiptPath: String? = nil) -> AddResult {
         if result.isNew {
-            logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")", transactionID: result.transactionID,
-                        jobUUID: result.clientID, account: account, messageID: .expenseQueued)
+            let source = receiptPath.map { SourceRecord.file(path: $0).shown }
+            logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")\(source.map { " '\($0.name)'" } ?? "")", transactionID: result.transactionID,
+                        jobUUID: result.clientID, account: account, source: source?.compact, messageID: .expenseQueued)
             publisher.markChanged()
             wakeDrainer()
         }

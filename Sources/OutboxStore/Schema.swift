@@ -3,6 +3,10 @@ import SQLite
 /// The store's schema history. Each migration is applied in the
 /// transaction that records it; never edit one that has shipped.
 enum Schema {
+    /// The migration that adds `expense_sources`: the next after the last
+    /// one, and the one number to change if another lands first.
+    static let sourcesVersion = 5
+
     static let migrations: [Migration] = [
         Migration(version: 1, sql: """
             -- "EXPD": marks the file as an expensed database, in the same
@@ -163,5 +167,26 @@ enum Schema {
             """),
         // `list` in SQL: the listing index and the triggers that keep it.
         Migration(version: 4, sql: ListingSchema.migration),
+        Migration(version: Schema.sourcesVersion, sql: """
+            -- Where each expense came from, written in the transaction that
+            -- queues it and kept after it syncs (the cache is the server's;
+            -- this is the device's own knowledge). kind 'spool': name is the
+            -- spool file's bytes (the receipt's, for a pair), sidecar the
+            -- sidecar's, dropped_at its change time in ms; stem is set for a
+            -- receipt taken without a sidecar, so a late one finds it by name
+            -- within spool_sidecar_window (docs/spool.md). kind 'file': name
+            -- is the path given to `add --receipt`, as UTF-8.
+            CREATE TABLE expense_sources (
+                transaction_id TEXT PRIMARY KEY NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('spool', 'file')),
+                name BLOB NOT NULL,
+                sidecar BLOB,
+                dropped_at INTEGER,
+                stem BLOB,
+                account TEXT NOT NULL,
+                taken_at INTEGER NOT NULL
+            );
+            CREATE INDEX expense_sources_by_stem ON expense_sources (stem, taken_at) WHERE stem IS NOT NULL;
+            """),
     ]
 }

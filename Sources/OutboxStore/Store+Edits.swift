@@ -32,17 +32,24 @@ extension Store {
             } catch let error as FieldError {
                 throw FieldFailure(field: error.field, reason: error.reason)
             }
-            let jobs = try Store.rawJobs(db, transactionID: transactionID)
-            if let create = jobs.first(where: { $0.kind == .create }), create.isUntouched {
-                // A create sends no nulls: a field it clears is one it leaves out.
-                try Store.rewrite(db, create, fields: create.fields.merging(change).values, baseVersion: nil)
-            } else if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
-                try Store.rewrite(db, last, fields: last.fields.merging(change), baseVersion: last.baseVersion)
-            } else {
-                // Before the create is applied, the expense it makes will have version 1.
-                try Store.insertEdit(db, transactionID: transactionID, fields: change, baseVersion: view.version ?? 1, now: now)
-            }
+            try Store.queueEdit(db, transactionID: transactionID, change: change, version: view.version, now: now)
             return try Store.view(db, transactionID: transactionID)!
+        }
+    }
+
+    /// Queues `change` (normalized and checked) of an expense whose cached
+    /// version is `version`, coalescing as ``edit(ref:fields:now:in:)`` says,
+    /// inside the caller's transaction.
+    static func queueEdit(_ db: Connection, transactionID: String, change: ExpenseFields, version: Int?, now: Int64) throws {
+        let jobs = try Store.rawJobs(db, transactionID: transactionID)
+        if let create = jobs.first(where: { $0.kind == .create }), create.isUntouched {
+            // A create sends no nulls: a field it clears is one it leaves out.
+            try Store.rewrite(db, create, fields: create.fields.merging(change).values, baseVersion: nil)
+        } else if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
+            try Store.rewrite(db, last, fields: last.fields.merging(change), baseVersion: last.baseVersion)
+        } else {
+            // Before the create is applied, the expense it makes will have version 1.
+            try Store.insertEdit(db, transactionID: transactionID, fields: change, baseVersion: version ?? 1, now: now)
         }
     }
 

@@ -24,16 +24,18 @@ extension Store {
     /// account's token. A client id already used by another account is
     /// refused as unknown, without saying whose it is.
     public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
-                              account: String = AccountName.defaultName) async throws -> EnqueueResult {
+                              account: String = AccountName.defaultName, receiptPath: String? = nil) async throws -> EnqueueResult {
         try await withCheckedThrowingContinuation { continuation in
-            enqueueCreate(fields: fields, clientID: clientID, receipt: receipt, now: now, account: account) { continuation.resume(with: $0) }
+            enqueueCreate(fields: fields, clientID: clientID, receipt: receipt, now: now, account: account,
+                          receiptPath: receiptPath) { continuation.resume(with: $0) }
         }
     }
 
-    /// ``enqueueCreate(fields:clientID:receipt:now:account:)`` without waiting:
+    /// ``enqueueCreate(fields:clientID:receipt:now:account:receiptPath:)`` without waiting:
     /// `completion` runs on the store's thread once the commit returned.
+    /// `receiptPath`, the path the receipt was given as, is kept as the expense's source.
     public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
-                              account: String = AccountName.defaultName,
+                              account: String = AccountName.defaultName, receiptPath: String? = nil,
                               completion: @escaping @Sendable (Result<EnqueueResult, Error>) -> Void) {
         let transactionID = TransactionID.derive(from: clientID)
         let payload: String
@@ -57,6 +59,9 @@ extension Store {
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0, state: state)
             }
             try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
+            if let receiptPath, receipt != nil {
+                try Store.insertSource(db, transactionID: transactionID, .file(path: receiptPath), account: account, now: now)
+            }
             return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
         }, completion: { [receipts] result in
             // A receipt copy that did not become (or was already) a job goes.
@@ -88,6 +93,7 @@ extension Store {
     public func views(in scope: AccountScope = .all) async throws -> [ExpenseView] {
         try await database.read { db in
             let cached = try Store.cachedExpenses(db, where: Store.inScope(1), [scope.sqlValue])
+            let sources = try Store.sources(db, where: Store.inScope(1), [scope.sqlValue])
             var jobs: [String: [PendingJob]] = [:]
             for (transactionID, job) in try Store.pendingJobs(db, where: Store.inScope(1), [scope.sqlValue]) {
                 jobs[transactionID, default: []].append(job)
@@ -96,12 +102,14 @@ extension Store {
             var shown: Set<String> = []
             for expense in cached {
                 shown.insert(expense.transactionID)
-                if let view = ExpenseView.fold(cached: expense, jobs: jobs[expense.transactionID] ?? [], transactionID: expense.transactionID) {
+                if var view = ExpenseView.fold(cached: expense, jobs: jobs[expense.transactionID] ?? [], transactionID: expense.transactionID) {
+                    view.source = sources[expense.transactionID]
                     keyed.append((Timestamp.parse(expense.createdAt) ?? 0, expense.transactionID, view))
                 }
             }
             for (transactionID, pending) in jobs where !shown.contains(transactionID) {
-                if let view = ExpenseView.fold(cached: nil, jobs: pending, transactionID: transactionID) {
+                if var view = ExpenseView.fold(cached: nil, jobs: pending, transactionID: transactionID) {
+                    view.source = sources[transactionID]
                     let created = pending.first { $0.kind == .create }?.createdMilliseconds ?? 0
                     keyed.append((created, transactionID, view))
                 }
@@ -125,7 +133,9 @@ extension Store {
     static func view(_ db: Connection, transactionID: String, keepingTombstone: Bool = false) throws -> ExpenseView? {
         let cached = try cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
         let jobs = try pendingJobs(db, where: "transaction_id = ?", [.text(transactionID)]).map(\.1)
-        return ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID, keepingTombstone: keepingTombstone)
+        var view = ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID, keepingTombstone: keepingTombstone)
+        view?.source = try sources(db, where: "transaction_id = ?", [.text(transactionID)])[transactionID]
+        return view
     }
 
     /// The view of an expense a change is about to touch. One the server

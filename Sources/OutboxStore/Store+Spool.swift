@@ -62,29 +62,35 @@ extension Store {
     /// Queues an expense made from spool files, and records those files in
     /// `spool_intake`, in one transaction: once it has committed, the files
     /// are a job, and a crash before their removal never makes a second one.
-    /// `account` is the files' owner's.
-    package func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?,
-                            files: [SpoolIntakeRecord], now: Int64, account: String = AccountName.defaultName) async throws -> EnqueueResult {
+    /// `account` is the files' owner's; `source` is kept with the expense.
+    package func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, files: [SpoolIntakeRecord],
+                                    source: SourceRecord, now: Int64, account: String = AccountName.defaultName) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
         do {
             try await database.write { db in
                 try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
-                for file in files {
-                    try db.execute("""
-                        INSERT INTO spool_intake (taken_name, name, device, inode, size, modified, changed, digest, client_id, taken_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, [.blob(file.takenName.bytes), .blob(file.name.bytes), .integer(Int64(bitPattern: file.device)),
-                              .integer(Int64(bitPattern: file.inode)), .integer(file.size), .integer(file.modified),
-                              file.changed.map(SQLValue.integer) ?? .null, file.digest.map(SQLValue.blob) ?? .null,
-                              .text(clientID), .integer(now)])
-                }
+                try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
+                try Store.insertIntake(db, files, clientID: clientID, now: now)
             }
         } catch {
             if let receipt { try? receipts.remove(receipt.fileName) }
             throw error
         }
         return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
+    }
+
+    /// Records taken spool files in `spool_intake`, inside the caller's transaction.
+    static func insertIntake(_ db: Connection, _ files: [SpoolIntakeRecord], clientID: String, now: Int64) throws {
+        for file in files {
+            try db.execute("""
+                INSERT INTO spool_intake (taken_name, name, device, inode, size, modified, changed, digest, client_id, taken_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.blob(file.takenName.bytes), .blob(file.name.bytes), .integer(Int64(bitPattern: file.device)),
+                      .integer(Int64(bitPattern: file.inode)), .integer(file.size), .integer(file.modified),
+                      file.changed.map(SQLValue.integer) ?? .null, file.digest.map(SQLValue.blob) ?? .null,
+                      .text(clientID), .integer(now)])
+        }
     }
 
     /// Spool files recorded as jobs whose removal may not have finished,

@@ -36,6 +36,9 @@ final class SpoolIntake: Sendable {
     let maxBytes: Int
     /// How long a truncated receipt may stay unchanged before it is rejected.
     let truncatedPatienceMilliseconds: Int64
+    /// How long after a receipt was taken alone a sidecar of its name
+    /// edits its expense (docs/spool.md, "A late sidecar"); 0: never.
+    let sidecarWindowMilliseconds: Int64
     /// Called after a job was queued: wakes the drainer.
     let onQueued: @Sendable () -> Void
     /// Whose account a file's owner has (``SpoolEvents/accountOfOwner``).
@@ -72,7 +75,7 @@ final class SpoolIntake: Sendable {
         }
     }
 
-    init(directory: SpoolDirectory, store: Store, logger: Logger, maxBytes: Int, settleMilliseconds: Int64,
+    init(directory: SpoolDirectory, store: Store, logger: Logger, maxBytes: Int, settleMilliseconds: Int64, sidecarWindowMilliseconds: Int64 = 0,
          onQueued: @escaping @Sendable () -> Void, onChange: @escaping @Sendable () -> Void,
          accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") }) {
         self.accountOfOwner = accountOfOwner
@@ -82,6 +85,7 @@ final class SpoolIntake: Sendable {
         self.logger = logger
         self.maxBytes = maxBytes
         truncatedPatienceMilliseconds = settleMilliseconds * Self.truncatedPatienceSettles
+        self.sidecarWindowMilliseconds = sidecarWindowMilliseconds
         self.onQueued = onQueued
         directorySync = SpoolSync(label: "spool-sync") { [directory] () throws(SystemCallError) in try directory.sync() }
         earlyCopies = SpoolEarlyCopies { [store] staged in try? store.receipts.remove(staged.fileName) }
@@ -192,11 +196,16 @@ final class SpoolIntake: Sendable {
         let receiptFile = receipt.file
         let files = [receiptFile, sidecar.file].compactMap { $0 }
         guard !files.isEmpty else { return .done }
+        // A sidecar alone may be a late one, which needs none of the fields
+        // a create does: whether it is, is known once it is claimed.
+        let lateCandidate = receiptFile == nil && sidecarWindowMilliseconds > 0
+        var createError: FieldError?
         do {
             try Validation.checkCreate(fields, hasReceipt: receiptFile != nil)
         } catch {
             // Only a sidecar alone gets here: with a receipt, fields may be missing.
-            return await reject(files.map { ($0.name, "sidecar field \(error.description)") })
+            guard lateCandidate else { return await reject(files.map { ($0.name, "sidecar field \(error.description)") }) }
+            createError = error
         }
         // The spool is sticky: a file's owner is its writer, and its expense
         // is the owner's. A pair is one person's drop.
@@ -216,6 +225,15 @@ final class SpoolIntake: Sendable {
         var kept: [SpoolFile] = []
         defer { release(files, keeping: kept) }
         FaultPoints.hit("spool-after-open")
+
+        if lateCandidate, let sidecarFile = sidecar.file {
+            switch await takeLate(sidecarFile, fields: fields, digest: sidecarDigest, account: account) {
+            case .notLate: break
+            case .done(let keep): kept = keep; return .done
+            case .retryLater: return .retryLater
+            }
+        }
+        if let createError { return await reject(files.map { ($0.name, "sidecar field \(createError.description)") }) }
 
         var staged: StagedReceipt?
         if let receiptFile, let copy = early, copy.isCopy(of: receiptFile.status) {
@@ -240,10 +258,13 @@ final class SpoolIntake: Sendable {
             SpoolIntakeRecord(file, clientID: clientID, index: index,
                               digest: file.name == receiptFile?.name ? staged?.digest ?? [] : sidecarDigest)
         }
+        // The receipt's name for a pair, and its drop time: a rename into the spool sets the change time.
+        let source = SourceRecord.spool(name: files[0].name, sidecar: receiptFile == nil ? nil : sidecar.file?.name,
+                                        droppedMilliseconds: files[0].status.changedNanoseconds / 1_000_000)
         let queued: EnqueueResult
         do {
-            queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: staged,
-                                                        files: records, now: Clock.wallMilliseconds, account: account)
+            queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: staged, files: records,
+                                                        source: source, now: Clock.wallMilliseconds, account: account)
         } catch {
             logger.error("Failed to queue spool file '\(files[0].name.displayName)': \(error), skipping for now")
             return .retryLater
@@ -251,7 +272,7 @@ final class SpoolIntake: Sendable {
         FaultPoints.hit("spool-after-commit")
         let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
         logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, account: account,
-                    messageID: .expenseQueued)
+                    source: source.shown.compact, messageID: .expenseQueued)
         onChange()
         onQueued()
         kept = await remove(records, transactionID: queued.transactionID).map { index in files[index] }
@@ -321,7 +342,7 @@ final class SpoolIntake: Sendable {
     /// Removes taken files durably, then forgets their intake rows.
     /// - Returns: the indexes of files that could not be removed: their
     ///   rows are kept, and they stay claimed, so they are never taken again.
-    private func remove(_ records: [SpoolIntakeRecord], transactionID: String) async -> [Int] {
+    func remove(_ records: [SpoolIntakeRecord], transactionID: String) async -> [Int] {
         var done: [SpoolIntakeRecord] = []
         var kept: [Int] = []
         for (index, record) in records.enumerated() {

@@ -46,8 +46,8 @@ public final class SpoolService: Sendable {
             throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
         }
         let intake = SpoolIntake(directory: directory, store: store, logger: logger, maxBytes: settings.maxBytes,
-                                 settleMilliseconds: settings.settleMilliseconds, onQueued: events.queued, onChange: events.changed,
-                                 accountOfOwner: events.accountOfOwner)
+                                 settleMilliseconds: settings.settleMilliseconds, sidecarWindowMilliseconds: settings.sidecarWindowMilliseconds,
+                                 onQueued: events.queued, onChange: events.changed, accountOfOwner: events.accountOfOwner)
         try SpoolSetup.finishInterruptedIntakes(directory: directory, store: store, intake: intake, logger: logger)
         let watcher: SpoolWatcher
         do {

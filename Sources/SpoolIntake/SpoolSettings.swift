@@ -8,10 +8,14 @@ public struct SpoolSettings: Sendable, Equatable {
     public var maxBytes: Int
     /// How long a file waits unchanged before it is taken (docs/spool.md).
     public var settleMilliseconds: Int64
+    /// How long after a receipt is taken alone a sidecar of its name edits
+    /// its expense rather than making one of its own; 0: never.
+    public var sidecarWindowMilliseconds: Int64
 
-    public init(maxBytes: Int, settleMilliseconds: Int64) {
+    public init(maxBytes: Int, settleMilliseconds: Int64, sidecarWindowMilliseconds: Int64 = 10 * 60_000) {
         self.maxBytes = maxBytes
         self.settleMilliseconds = settleMilliseconds
+        self.sidecarWindowMilliseconds = sidecarWindowMilliseconds
     }
 }
 

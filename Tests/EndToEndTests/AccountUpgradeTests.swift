@@ -52,13 +52,14 @@ import Testing
         #expect(rows[2].receipt, "and the queued receipt")
         #expect(Set(rows.map(\.user)) == ["alice"])
         let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
-        #expect(try db.schemaVersion() == 4, "through accounts (3) and the listing (4)")
+        #expect(try db.schemaVersion() == 5, "through accounts (3), the listing (4) and where expenses came from (5)")
         // The listing the migration filled answers filters and totals.
         let queued = try daemon.ctlJSON(["list", "--merchant", "three", "--totals"])
         #expect(queued["expenses"]?.arrayValue?.compactMap { $0["merchant"]?.stringValue } == ["Queued Three"], "\(queued)")
         #expect(queued["totals"]?.arrayValue?.count == 1, "\(queued)")
         let byMerchant = try daemon.ctlJSON(["list", "--sort", "merchant", "--reverse"])
         #expect(byMerchant.arrayValue?.compactMap { $0["merchant"]?.stringValue } == ["Synced Two", "Synced One", "Queued Three"])
+        #expect(listed.allSatisfy { $0["source"] == .null }, "made before sources were kept: none is invented")
         #expect(try db.query("SELECT DISTINCT account FROM expenses") { $0.string(0) } == [""])
     }
 

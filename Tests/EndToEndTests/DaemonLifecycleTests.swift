@@ -289,6 +289,8 @@ import Testing
         ("control_line_max = 1G\n", "expensed.conf:1: control_line_max: must be from 1K to 64M"),
         ("concurrency = +4\n", "expensed.conf:1: concurrency: must be a whole number from 1 to 64"),
         ("backoff_base = 10s\nbackoff_cap = 1s\n", "backoff_base (10s) is longer than backoff_cap (1s)"),
+        ("spool_sidecar_window = soon\n", "expensed.conf:1: spool_sidecar_window: must be a duration from 0ms to 7d"),
+        ("spool_sidecar_window = 8d\n", "expensed.conf:1: spool_sidecar_window: must be from 0ms to 7d"),
     ])
     func badConfigurationLine_isReportedWithItsLineNumber(_ text: String, expected: String) throws {
         let dir = TemporaryDirectory()
@@ -346,6 +348,7 @@ import Testing
         (["--config="], "option '--config' needs a file"),
         (["--request-timeout", "99999999999"], "--request-timeout: must be a duration from 1s to 1d"),
         (["--max-attempts", "1e3"], "--max-attempts: must be a whole number from 1 to 1000"),
+        (["--spool-sidecar-window", "-1s"], "--spool-sidecar-window: must be a duration from 0ms to 7d"),
     ])
     func badFlags_areUsageErrors(_ arguments: [String], expected: String) throws {
         let result = try runCommand(BuiltProducts.path("expensed"), ["--config", "/dev/null"] + arguments, timeout: 20)

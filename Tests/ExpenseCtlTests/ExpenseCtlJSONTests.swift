@@ -21,8 +21,10 @@ import Testing
         "transaction_id": "string", "client_id": "string", "state": "string", "merchant": "string|null", "amount": "string|null",
         "currency": "string|null", "date": "string|null", "category": "string|null", "comment": "string|null", "tax_tag": "string|null",
         "receipt": "string", "receipt_url": "string|null", "version": "integer|null", "pending_fields": "array", "conflict": "boolean",
-        "conflicts": "object",
+        "conflicts": "object", "source": "object|null",
     ]
+    /// Where an expense came from.
+    static let source: Shape = ["kind": "string", "name": "string", "sidecar": "string|null", "dropped_at": "string|null"]
     /// One expense in `show`, `edit`, `retry` and `resolve`: its summary, when it was made, and its jobs.
     static let expenseDetail = expenseSummary.merging(["created_at": "string|null", "jobs": "array"]) { $1 }
     static let job: Shape = [
@@ -64,6 +66,11 @@ import Testing
         let expenses = try #require(listed.arrayValue)
         #expect(expenses.count == 2)
         for expense in expenses { expect(expense, is: Self.expenseSummary) }
+        // The add with --receipt keeps the path it was given; the one without, nothing.
+        let fromFile = try #require(expenses.first { $0["transaction_id"] == withReceipt["transaction_id"] }?["source"])
+        expect(fromFile, is: Self.source)
+        #expect(fromFile["kind"] == "file" && fromFile["name"]?.stringValue == receipt && fromFile["dropped_at"] == .null)
+        #expect(expenses.first { $0["transaction_id"]?.stringValue == id }?["source"] == .null)
 
         let shown = try Self.json(sync.daemon, ["show", id])
         expect(shown, is: Self.expenseDetail)

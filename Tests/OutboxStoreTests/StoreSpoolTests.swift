@@ -16,12 +16,14 @@ import Testing
                           changed: 1_700_000_001_987_654_321, digest: SHA256.hash(Array("the bytes".utf8)))
     }
 
+    static let source = SourceRecord.spool(name: FileName("a.jpg")!, sidecar: nil, droppedMilliseconds: 1)
+
     @Test func enqueue_recordsTheFilesInTheSameTransaction() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
         let clientID = ClientID.make()
         let file = record(clientID: clientID)
-        let queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: [file], now: 5)
+        let queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: [file], source: Self.source, now: 5)
         #expect(queued.transactionID == TransactionID.derive(from: clientID))
         let records = try store.spoolIntakeRecords()
         #expect(records.map(\.record) == [file], "names, inode, times and digest survive the round trip")
@@ -36,8 +38,8 @@ import Testing
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
         let first = ClientID.make(), second = ClientID.make()
-        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: first, receipt: nil, files: [record(clientID: first)], now: 5)
-        let again = try await store.enqueueSpoolCreate(fields: fields, clientID: second, receipt: nil, files: [record(clientID: second)], now: 6)
+        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: first, receipt: nil, files: [record(clientID: first)], source: Self.source, now: 5)
+        let again = try await store.enqueueSpoolCreate(fields: fields, clientID: second, receipt: nil, files: [record(clientID: second)], source: Self.source, now: 6)
         #expect(again.isNew && again.clientID == second)
         #expect(try await store.views().count == 2)
         #expect(Set(try store.spoolIntakeRecords().map(\.clientID)) == [first, second], "a row each, by private name")
@@ -48,7 +50,7 @@ import Testing
         let store = try Store(stateDirectory: dir.at("state"))
         let clientID = ClientID.make()
         let files = [record(clientID: clientID, index: 0), record(clientID: clientID, index: 1, inode: 12)]
-        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: files, now: 5)
+        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: files, source: Self.source, now: 5)
         try await store.forgetSpoolIntake([files[0]])
         #expect(try store.spoolIntakeRecords().map(\.record) == [files[1]])
         try store.forgetSpoolIntakeNow([files[1]])
@@ -60,7 +62,7 @@ import Testing
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
         let clientID = ClientID.make()
-        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: [record(clientID: clientID)], now: 5)
+        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: nil, files: [record(clientID: clientID)], source: Self.source, now: 5)
         let source = dir.at("r.jpg")
         SampleReceipt.write(SampleReceipt.jpeg(), to: source)
         let staged = try store.receipts.stage(from: try FileDescriptor.open(source, .readOnly), jobUUID: ClientID.make(), maxBytes: 1 << 20)
@@ -68,7 +70,7 @@ import Testing
         // The same private name twice breaks the row's key: the commit fails.
         await #expect(throws: (any Error).self) {
             _ = try await store.enqueueSpoolCreate(fields: fields, clientID: ClientID.make(), receipt: staged,
-                                                   files: [record(clientID: clientID)], now: 6)
+                                                   files: [record(clientID: clientID)], source: Self.source, now: 6)
         }
         #expect(!FileSystem.exists(store.receipts.filePath(staged.fileName)))
         #expect(try await store.views().count == 1, "nothing half-made")
@@ -102,7 +104,7 @@ import Testing
         #expect(try await store.views().count == 1, "the job is kept")
         // New rows go in beside them.
         let newID = ClientID.make()
-        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: newID, receipt: nil, files: [record(clientID: newID, inode: 41)], now: 40)
+        _ = try await store.enqueueSpoolCreate(fields: fields, clientID: newID, receipt: nil, files: [record(clientID: newID, inode: 41)], source: Self.source, now: 40)
         #expect(try store.spoolIntakeRecords().count == 3)
         try store.forgetSpoolIntakeNow(rows.map(\.record))
         #expect(try store.spoolIntakeRecords().map(\.clientID) == [newID])

@@ -1,0 +1,142 @@
+import ExpenseCore
+import Posix
+import SQLite
+
+/// Where an expense came from, as the store records it (``ExpenseSource``
+/// is its display form): written in the transaction that queues the
+/// expense, so an expense never exists without it.
+package enum SourceRecord: Sendable, Equatable {
+    /// A spool drop: the receipt's name (or the sidecar's, alone), the
+    /// sidecar's when a pair, and when it was dropped (ms).
+    case spool(name: FileName, sidecar: FileName?, droppedMilliseconds: Int64)
+    /// The receipt path given to `expensectl add`.
+    case file(path: String)
+
+    /// As `show` and the log show it.
+    package var shown: ExpenseSource {
+        switch self {
+        case .spool(let name, let sidecar, let dropped):
+            Store.source(kind: "spool", name: name.bytes, sidecar: sidecar?.bytes, dropped: dropped)
+        case .file(let path):
+            Store.source(kind: "file", name: Array(path.utf8), sidecar: nil, dropped: nil)
+        }
+    }
+
+    /// The stem a late sidecar is matched by: set only for a receipt taken
+    /// without a sidecar.
+    var stem: [UInt8]? {
+        guard case .spool(let name, nil, _) = self, name.lowercasedExtension != "json" else { return nil }
+        return name.stem
+    }
+}
+
+/// A receipt taken from the spool alone, found by a late sidecar's stem.
+package struct LateSidecarTarget: Sendable, Equatable {
+    package let transactionID: String
+    package let receiptName: FileName
+}
+
+extension Store {
+    static func insertSource(_ db: Connection, transactionID: String, _ source: SourceRecord, account: String, now: Int64) throws {
+        let kind: String, name: [UInt8], sidecar: SQLValue, dropped: SQLValue
+        switch source {
+        case .spool(let file, let sidecarName, let droppedMilliseconds):
+            (kind, name, dropped) = ("spool", file.bytes, .integer(droppedMilliseconds))
+            sidecar = sidecarName.map { .blob($0.bytes) } ?? .null
+        case .file(let path):
+            (kind, name, sidecar, dropped) = ("file", Array(path.utf8), .null, .null)
+        }
+        try db.execute("""
+            INSERT OR IGNORE INTO expense_sources (transaction_id, kind, name, sidecar, dropped_at, stem, account, taken_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(transactionID), .text(kind), .blob(name), sidecar, dropped, source.stem.map(SQLValue.blob) ?? .null,
+                  .text(account), .integer(now)])
+    }
+
+    /// The sources of the expenses `condition` selects in `expense_sources`, by transaction id.
+    static func sources(_ db: Connection, where condition: String, _ values: [SQLValue]) throws -> [String: ExpenseSource] {
+        let rows = try db.query("SELECT transaction_id, kind, name, sidecar, dropped_at FROM expense_sources WHERE \(condition)", values) { r in
+            (r.string(0), Self.source(kind: r.string(1), name: r.blob(2) ?? [], sidecar: r.blob(3), dropped: r.optionalInt64(4)))
+        }
+        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
+    }
+
+    static func source(kind: String, name: [UInt8], sidecar: [UInt8]?, dropped: Int64?) -> ExpenseSource {
+        guard kind == "spool" else {
+            return ExpenseSource(kind: .file, name: String(decoding: name, as: UTF8.self).escapingControlCharacters(backslashes: true))
+        }
+        // Names are whatever bytes a writer chose: shown escaped.
+        func shown(_ bytes: [UInt8]) -> String { FileName(bytes: bytes)?.displayName ?? "" }
+        return ExpenseSource(kind: .spool, name: shown(name), sidecar: sidecar.map(shown), droppedMilliseconds: dropped)
+    }
+
+    /// The receipt taken from the spool alone, at `since` or later, whose
+    /// stem is `stem`, of `account`, and still an expense that can be
+    /// edited: the newest, when several. Nil when there is none.
+    static func lateSidecarTarget(_ db: Connection, stem: [UInt8], account: String, since: Int64) throws -> LateSidecarTarget? {
+        let candidates = try db.query("""
+            SELECT transaction_id, name FROM expense_sources
+            WHERE stem = ? AND taken_at >= ? AND account = ? ORDER BY taken_at DESC
+            """, [.blob(stem), .integer(since), .text(account)]) { r in (r.string(0), r.blob(1) ?? []) }
+        for (transactionID, name) in candidates {
+            guard let view = try Store.view(db, transactionID: transactionID), view.state != .deleting,
+                  !view.jobs.contains(where: { $0.kind == .delete }), let receiptName = FileName(bytes: name) else { continue }
+            return LateSidecarTarget(transactionID: transactionID, receiptName: receiptName)
+        }
+        return nil
+    }
+}
+
+/// What a late sidecar did (``Store/enqueueLateSidecar(fields:sidecarName:account:since:files:now:)``).
+package enum LateSidecarOutcome: Sendable, Equatable {
+    /// No receipt of its name was taken alone within the window: it is an expense of its own.
+    case noReceipt
+    /// Its fields filled the fields of the receipt's expense that were
+    /// still empty (`filled`); `kept` are those the expense had already,
+    /// which keep their values. The files are recorded in `spool_intake`.
+    case edited(transactionID: String, receiptName: FileName, filled: [String], kept: [String])
+    /// Nothing changed and nothing was recorded: it is rejected, for `reason`.
+    case refused(transactionID: String, reason: String)
+}
+
+extension Store {
+    /// Makes a sidecar that came after its receipt (`since`: the earliest
+    /// time a receipt may have been taken) an edit of the receipt's
+    /// expense, and records its files in `spool_intake`, in one
+    /// transaction: once it has committed, the sidecar is that edit, and a
+    /// crash before its removal neither loses its fields nor makes it an
+    /// expense of its own. It fills only the fields still empty: a value
+    /// the expense has (set by a person since, or by the server) is never
+    /// overwritten by a file that came late.
+    package func enqueueLateSidecar(fields: ExpenseFields, sidecarName: FileName, account: String, since: Int64,
+                                    files: [SpoolIntakeRecord], now: Int64) async throws -> LateSidecarOutcome {
+        try await database.write { db in
+            guard let target = try Store.lateSidecarTarget(db, stem: sidecarName.stem, account: account, since: since),
+                  let view = try Store.view(db, transactionID: target.transactionID) else { return .noReceipt }
+            let transactionID = target.transactionID
+            let given = ExpenseFields.names.filter { fields[$0] != nil }
+            let filled = given.filter { view.fields[$0] == nil }
+            let kept = given.filter { view.fields[$0] != nil }
+            guard !filled.isEmpty else {
+                return .refused(transactionID: transactionID, reason: given.isEmpty
+                    ? "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that sets no field"
+                    : "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)), whose fields it sets are all set already (\(kept.joined(separator: ", "))); change them with expensectl edit")
+            }
+            var change = ExpenseFields()
+            for name in filled { change[name] = fields[name] }
+            let normalized: ExpenseFields
+            do {
+                normalized = try Validation.normalizedEdit(change, of: view.fields)
+            } catch let error as FieldError {
+                return .refused(transactionID: transactionID,
+                                reason: "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that would make its expense invalid: \(error.description)")
+            }
+            try Store.queueEdit(db, transactionID: transactionID, change: normalized, version: view.version, now: now)
+            // Its receipt has a sidecar now: another late one is an expense of its own.
+            try db.execute("UPDATE expense_sources SET sidecar = ?, stem = NULL WHERE transaction_id = ?",
+                           [.blob(sidecarName.bytes), .text(transactionID)])
+            try Store.insertIntake(db, files, clientID: view.clientID, now: now)
+            return .edited(transactionID: transactionID, receiptName: target.receiptName, filled: filled, kept: kept)
+        }
+    }
+}
