@@ -14,6 +14,7 @@ import Testing
     static let commands: [ControlRequest.Command] = [
         .add(fields: ExpenseFields(merchant: "M", amount: "10.00", currency: "EUR", date: "2026-11-29"), clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", hasReceipt: false),
         .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true),
+        .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true, receiptPath: "/home/ann/scans/r\\1.pdf"),
         .list(ListQuery()), .status, .watch, .stats,
         .list(ListQuery(state: .needsAttention, incomplete: true, since: "2026-01-01", until: "2026-12-31", merchant: "50%_off\\",
                         category: "Meals", sort: .amount, reverse: true, limit: 50, offset: 100, totals: true)),
@@ -45,5 +46,7 @@ import Testing
                 == #"{"id":3,"op":"edit","ref":"cp-1","set":{"amount":"13.00","comment":null}}"#)
         #expect(ControlRequest(id: 4, command: .add(fields: ExpenseFields(), clientID: "c", hasReceipt: true)).json.serialized()
                 == #"{"client_id":"c","expense":{},"id":4,"op":"add","receipt":true}"#)
+        #expect(ControlRequest(id: 5, command: .add(fields: ExpenseFields(), clientID: "c", hasReceipt: true, receiptPath: "/r.pdf")).json.serialized()
+                == #"{"client_id":"c","expense":{},"id":5,"op":"add","receipt":true,"receipt_path":"/r.pdf"}"#)
     }
 }
