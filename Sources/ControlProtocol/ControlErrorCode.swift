@@ -29,4 +29,12 @@ public struct ControlErrorCode: RawRepresentable, Sendable, Hashable, CustomStri
     public static let storageFailed = Self(rawValue: "storage_failed")
     public static let shuttingDown = Self(rawValue: "shutting_down")
     public static let conflict = Self(rawValue: "conflict")
+    /// `receipt`: the expense has no receipt.
+    public static let noReceipt = Self(rawValue: "no_receipt")
+    /// `receipt`: the bytes do not match the SHA-256 recorded for them (`message` names both).
+    public static let receiptDamaged = Self(rawValue: "receipt_damaged")
+    /// `receipt`: the server holding it did not answer, or answered 5xx.
+    public static let serverUnreachable = Self(rawValue: "server_unreachable")
+    /// `receipt`: the server answered, but not with the receipt (`message` says how).
+    public static let serverRefused = Self(rawValue: "server_refused")
 }

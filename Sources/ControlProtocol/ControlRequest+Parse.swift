@@ -90,12 +90,14 @@ extension ControlRequest {
             try f.allow([])
             return .stats
         case .edit:
-            try f.allow(["ref", "set"])
+            try f.allow(["ref", "set", "receipt"])
             let ref = try f.ref()
-            let fields = try expenseFields(f.members["set"], field: "set", required: true)
-            if fields.isEmpty { throw ControlFailure(.invalidField, "set names no field to change", field: "set") }
+            // With a receipt, the fields are optional: the new file may be the whole change.
+            let hasReceipt = try f.optionalBool("receipt") ?? false
+            let fields = try expenseFields(f.members["set"], field: "set", required: !hasReceipt)
+            if fields.isEmpty && !hasReceipt { throw ControlFailure(.invalidField, "set names no field to change", field: "set") }
             do {
-                return .edit(ref: ref, fields: try Validation.normalized(fields, amountNeedsCurrency: false))
+                return .edit(ref: ref, fields: try Validation.normalized(fields, amountNeedsCurrency: false), hasReceipt: hasReceipt)
             } catch {
                 throw ControlFailure(.invalidField, error.description, field: error.field)
             }
@@ -112,6 +114,9 @@ extension ControlRequest {
                 throw ControlFailure(.invalidField, "take must be \"server\" or \"mine\"", field: "take")
             }
             return .resolve(ref: ref, takeMine: take == "mine")
+        case .receipt:
+            try f.allow(["ref"])
+            return .receipt(ref: try f.ref())
         }
     }
 

@@ -41,9 +41,21 @@ public struct ControlRequest: Sendable, Equatable {
         case watch
         case sync(refresh: Bool)
         case stats
-        case edit(ref: String, fields: ExpenseFields)
+        /// Change fields; with `hasReceipt`, a descriptor came with the
+        /// line: the expense's receipt from now on (`fields` may be empty).
+        case edit(ref: String, fields: ExpenseFields, hasReceipt: Bool = false)
         case delete(ref: String)
         case resolve(ref: String, takeMine: Bool)
+        /// The receipt's bytes, as a descriptor sent with the answer.
+        case receipt(ref: String)
+
+        /// Whether a descriptor travels with the line (`"receipt": true`).
+        public var takesDescriptor: Bool {
+            switch self {
+            case .add(_, _, let hasReceipt, _), .edit(_, _, let hasReceipt): hasReceipt
+            default: false
+            }
+        }
 
         /// The op this command is.
         public var operation: ControlOperation {
@@ -60,6 +72,7 @@ public struct ControlRequest: Sendable, Equatable {
             case .edit: .edit
             case .delete: .delete
             case .resolve: .resolve
+            case .receipt: .receipt
             }
         }
     }
@@ -86,13 +99,14 @@ public struct ControlRequest: Sendable, Equatable {
             members.merge(query.jsonMembers) { _, new in new }
         case .status, .watch, .stats:
             break
-        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref):
+        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref), .receipt(let ref):
             members["ref"] = .string(ref)
         case .sync(let refresh):
             members["refresh"] = .bool(refresh)
-        case .edit(let ref, let fields):
+        case .edit(let ref, let fields, let hasReceipt):
             members["ref"] = .string(ref)
-            members["set"] = .object(fields.jsonMembers)
+            if !fields.isEmpty || !hasReceipt { members["set"] = .object(fields.jsonMembers) }
+            if hasReceipt { members["receipt"] = true }
         case .resolve(let ref, let takeMine):
             members["ref"] = .string(ref)
             members["take"] = .string(takeMine ? "mine" : "server")

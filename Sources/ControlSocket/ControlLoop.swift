@@ -31,6 +31,9 @@ final class ControlLoop {
         /// Skipping the rest of a line that was too long.
         var discarding = false
         var output: [UInt8] = []
+        /// Descriptors to send, each with the first byte of its answer's
+        /// line (an offset into `output`): `sendmsg` attaches it there.
+        var outgoing: [(offset: Int, fd: FileDescriptor)] = []
         var inFlight = false
         var watchID: JSONValue?
         /// Whose queue a watcher follows.
@@ -127,8 +130,9 @@ final class ControlLoop {
             defer { s.responses = []; s.pings = [] }
             return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings)
         }
-        for (id, line, action) in responses {
+        for (id, line, action, descriptor) in responses {
             guard let connection = connections[id] else { continue }
+            if let descriptor { connection.outgoing.append((connection.output.count, descriptor)) }
             connection.queue(line)
             connection.inFlight = false
             connection.lastActivity = Clock.monotonicNanoseconds
@@ -143,7 +147,7 @@ final class ControlLoop {
         for ping in pings { ping() }
         // Lines that arrived while a request was in flight are waiting in
         // the buffer; no poll event will announce them again.
-        for (id, _, _) in responses {
+        for (id, _, _, _) in responses {
             if let connection = connections[id] { processLines(connection) }
         }
         if stopping && listening {
@@ -295,7 +299,7 @@ final class ControlLoop {
                 connection.send(failure.json)
             case .success(let request):
                 var receipt: FileDescriptor?
-                if case .add(_, _, true, _) = request.command {
+                if request.command.takesDescriptor {
                     guard attached.count == 1 else {
                         connection.send(ControlFailure(id: request.id, .receiptMissing, attached.isEmpty
                             ? "\"receipt\": true needs the file's descriptor sent with the line (SCM_RIGHTS)"
@@ -329,7 +333,20 @@ final class ControlLoop {
     private func flush(_ connection: Connection) {
         while !connection.output.isEmpty {
             do {
-                let n = try connection.socket.writeSome(connection.output)
+                let n: Int
+                if let next = connection.outgoing.first {
+                    if next.offset == 0 {
+                        // Its line starts here: the descriptor goes with this write.
+                        n = try UnixSocket.sendSome(connection.socket, connection.output, passing: next.fd)
+                        connection.outgoing.removeFirst()
+                    } else {
+                        // Only up to its line, so no other write carries the line's first byte.
+                        n = try connection.socket.writeSome(Array(connection.output[..<next.offset]))
+                    }
+                    for index in connection.outgoing.indices { connection.outgoing[index].offset -= n }
+                } else {
+                    n = try connection.socket.writeSome(connection.output)
+                }
                 connection.output.removeFirst(n)
                 if n > 0 { connection.lastWriteProgress = Clock.monotonicNanoseconds }
             } catch {

@@ -25,7 +25,7 @@ public final class ControlServer: Sendable {
     private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
     struct SharedState: ~Copyable {
-        var responses: [(ConnectionID, [UInt8], ResponseAction)] = []
+        var responses: [(ConnectionID, [UInt8], ResponseAction, FileDescriptor?)] = []
         /// The newest summary of each scope watched.
         var summaries: [AccountScope: QueueSummary] = [:]
         var summaryVersion = 0
@@ -61,11 +61,13 @@ public final class ControlServer: Sendable {
         }
     }
 
-    /// Sends `response` on `connection` (dropped if it has gone).
-    public func respond(to connection: ConnectionID, _ response: ControlResponse, then action: ResponseAction = .next) {
+    /// Sends `response` on `connection` (dropped if it has gone), with
+    /// `descriptor` attached to its line's first byte (`SCM_RIGHTS`) when given.
+    public func respond(to connection: ConnectionID, _ response: ControlResponse, then action: ResponseAction = .next,
+                        passing descriptor: FileDescriptor? = nil) {
         var line = response.json.serializedBytes()
         line.append(0x0A)
-        shared.withLock { $0.responses.append((connection, line, action)) }
+        shared.withLock { $0.responses.append((connection, line, action, descriptor)) }
         wakeup.signal()
     }
 

@@ -24,7 +24,9 @@ struct Subcommand: Sendable {
     var usage: String {
         var text = "expensectl \(name)"
         for option in options {
-            text += option.isRequired ? " \(option.synopsis)" : " [\(option.synopsis)]"
+            // `-o, --output FILE` is `-o|--output FILE` in a usage line.
+            let synopsis = option.spellings.joined(separator: "|") + (option.valueName.map { " \($0)" } ?? "")
+            text += option.isRequired ? " \(synopsis)" : " [\(synopsis)]"
         }
         for argument in arguments { text += " <\(argument.name)>" }
         return text

@@ -100,16 +100,35 @@ let subcommands: [Subcommand] = [
                ],
                discussion: "Also resumes sending after the server refused the credentials, with the token file read again first.", run: runSync),
     Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
-    Subcommand("edit", "Change fields of an expense, synced or still pending.", arguments: [idArgument],
-               options: fieldOptions,
+    Subcommand("edit", "Change fields of an expense, synced or still pending, or its receipt.", arguments: [idArgument],
+               options: fieldOptions + [
+                   CommandOption("--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach, replacing any it has", kind: .path),
+               ],
                discussion: """
                    Works offline: the change is queued (merged into a change not yet sent)
-                   and shown by list and show at once. An empty value clears an optional
+                   and shown by list and show at once. --receipt attaches a receipt, or
+                   replaces the one there; an upload still queued is replaced by the newer
+                   file, so only the last one is sent. An empty value clears an optional
                    field: --comment '' leaves the expense without a comment, on the server
                    too once synced. Merchant, amount, currency and date can be changed, not
                    cleared. An amount given without --currency is written with the minor
                    units of the expense's currency (--amount 13 on a EUR expense is 13.00).
                    """, run: runEdit),
+    Subcommand("receipt", "Write an expense's receipt: to a file, a pipe, or a viewer.", arguments: [idArgument],
+               options: [
+                   CommandOption("-o, --output", valueName: "FILE", help: "write it to FILE (replaced only once the whole receipt is there)"),
+                   CommandOption("--open", valueName: nil, help: "write it to a private temporary file and open that with xdg-open"),
+               ],
+               discussion: """
+                   From expensed's own copy while the upload waits (or the copy it keeps for
+                   a backend that stores no files), else from the server, which expensed asks
+                   with the expense's account's credentials. The bytes are checked against the
+                   SHA-256 recorded when expensed took the receipt; a damaged copy is refused
+                   and nothing is written. Without -o or --open the bytes go to standard
+                   output, which must not be a terminal. Exit status 1: no such expense, or it
+                   has no receipt; 65: damaged; 73: FILE cannot be written; 75: the server
+                   cannot be reached; 69: the server refused.
+                   """, run: runReceipt),
     Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], options: [yesOption],
                discussion: """
                    On a terminal it says what it will delete and asks first (--yes does not

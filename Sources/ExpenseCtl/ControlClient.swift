@@ -18,6 +18,8 @@ final class ControlClient {
     let accounts: ControlRequest.AccountSelection
     private var socket: FileDescriptor
     private var buffer: [UInt8] = []
+    /// Descriptors the daemon sent (`receipt`'s answer carries one).
+    private var received: [FileDescriptor] = []
     private var nextID: Int64 = 1
 
     init(socketPath: String, accounts: ControlRequest.AccountSelection = .caller) throws {
@@ -60,6 +62,21 @@ final class ControlClient {
                 """, unanswered: true)
         }
         return try result(of: answer, as: type)
+    }
+
+    /// Sends one request and returns its `result` as `type` with the one
+    /// descriptor that came with the answer.
+    /// - Throws: ``ClientError`` as ``call(_:expecting:passing:)``, and
+    ///   when a successful answer came without exactly one descriptor.
+    func callReceivingDescriptor<Result: ControlResult>(_ command: ControlRequest.Command, expecting type: Result.Type) throws
+        -> (Result, FileDescriptor) {
+        received = []
+        let result = try call(command, expecting: type)
+        defer { received = [] }
+        guard received.count == 1 else {
+            throw ClientError(status: .software, message: "expensed answered with \(received.count) descriptors, not the one the answer needs; are both the same version?")
+        }
+        return (result, received[0])
     }
 
     /// How long one answer may take: `EXPENSECTL_ANSWER_TIMEOUT` seconds,
@@ -127,7 +144,9 @@ final class ControlClient {
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n: Int
             do {
-                n = try UnixSocket.receive(socket, into: &chunk).count
+                let got = try UnixSocket.receive(socket, into: &chunk)
+                n = got.count
+                received += got.descriptors
             } catch {
                 throw ClientError(status: .ioError, message: "lost the connection to expensed: \(error.reason)")
             }

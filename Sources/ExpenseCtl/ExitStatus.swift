@@ -10,8 +10,14 @@ extension ExitStatus {
         switch errorCode {
         case .invalidField, .unknownField, .missingField, .receiptInvalid, .receiptTooLarge, .receiptMissing:
             self = .dataError
-        case .notFound, .ambiguousID, .invalidState, .conflict:
+        case .notFound, .ambiguousID, .invalidState, .conflict, .noReceipt:
             self = .refused
+        case .receiptDamaged:
+            self = .dataError
+        case .serverUnreachable:
+            self = .tempFailure
+        case .serverRefused:
+            self = .unavailable
         case .permissionDenied, .noAccount:
             self = .noPermission
         case .tooManyConnections, .shuttingDown, .idleTimeout:

@@ -293,14 +293,20 @@ func declined(_ done: String) -> ExitStatus {
 
 func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     let given = typedFields(invocation)
-    guard !given.isEmpty else { throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00") }
+    let receiptPath = invocation.path("--receipt")
+    guard !given.isEmpty || receiptPath != nil else {
+        throw ClientError(status: .usage, message: "edit needs at least one field option, e.g. --amount 13.00, or --receipt FILE")
+    }
     let changes: ExpenseFields
     do {
         changes = try Validation.normalized(given, amountNeedsCurrency: false)
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
-    let result = try context.connect().call(.edit(ref: ref(invocation), fields: changes), expecting: ExpenseDetail.self)
+    // Opened as add opens one: with the caller's rights; the daemon checks the bytes.
+    let receipt = try receiptPath.map(openReceipt)
+    let result = try context.connect().call(.edit(ref: ref(invocation), fields: changes, hasReceipt: receipt != nil), expecting: ExpenseDetail.self,
+                                            passing: receipt)
     if context.json { context.printJSON(result) } else {
         Output.out("\(Output.text(result.summary.transactionID)): edited (\(Output.text(result.summary.state.rawValue)))")
     }

@@ -51,17 +51,21 @@ final class ControlHandler: Sendable {
         await withDiscardingTaskGroup { group in
             for await incoming in server.requests {
                 group.addTask { [self] in
-                    let (response, action) = await answer(incoming)
-                    server.respond(to: incoming.connection, response, then: action)
+                    let (response, action, descriptor) = await answer(incoming)
+                    server.respond(to: incoming.connection, response, then: action, passing: descriptor)
                 }
             }
         }
     }
 
-    func answer(_ incoming: IncomingRequest) async -> (ControlResponse, ResponseAction) {
+    func answer(_ incoming: IncomingRequest) async -> (ControlResponse, ResponseAction, FileDescriptor?) {
         let id = incoming.request.id
         do {
             switch incoming.request.command {
+            case .receipt(let ref):
+                let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
+                let (result, descriptor) = try await receipt(ref: ref, in: scope)
+                return (ControlResponse(id: id, result), .next, descriptor)
             case .watch:
                 let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
                 // Published from now on; then the version before the read: a
@@ -70,12 +74,12 @@ final class ControlHandler: Sendable {
                 publisher.watch(scope)
                 let seen = server.publishedVersion()
                 let summary = try await publisher.current(scope)
-                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope))
+                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope), nil)
             default:
-                return (ControlResponse(id: id, try await perform(incoming)), .next)
+                return (ControlResponse(id: id, try await perform(incoming)), .next, nil)
             }
         } catch {
-            return (.failure(failure(error, incoming)), .next)
+            return (.failure(failure(error, incoming)), .next, nil)
         }
     }
 
@@ -188,9 +192,15 @@ final class ControlHandler: Sendable {
             return SyncResult(refresh: refresh)
         case .stats:
             return try await statistics(scope)
-        case .edit(let ref, let fields):
-            let view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds, in: scope)
-            logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
+        case .edit(let ref, let fields, _):
+            let view: ExpenseView
+            if let receipt = incoming.receipt {
+                view = try await store.attachReceipt(ref: ref, try await stage(receipt), fields: fields, now: Clock.wallMilliseconds, in: scope)
+                logger.info("Receipt attached\(fields.isEmpty ? "" : "; edited " + fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
+            } else {
+                view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds, in: scope)
+                logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
+            }
             publisher.markChanged()
             wakeDrainer()
             return ExpenseDetail(view)
@@ -201,6 +211,8 @@ final class ControlHandler: Sendable {
             publisher.markChanged()
             wakeDrainer()
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
+        case .receipt:
+            preconditionFailure("receipt is answered before perform is called")
         case .resolve(let ref, let takeMine):
             let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds, in: scope)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
@@ -213,10 +225,7 @@ final class ControlHandler: Sendable {
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
-            let maxBytes = settings.receiptMaxBytes
-            staged = try await receiptCopies.run { [store] in
-                try store.receipts.stage(from: receipt, jobUUID: ClientID.make(), maxBytes: maxBytes)
-            }
+            staged = try await stage(receipt)
             FaultPoints.hit("after-receipt-staged")
         }
         let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds,

@@ -188,5 +188,30 @@ enum Schema {
             );
             CREATE INDEX expense_sources_by_stem ON expense_sources (stem, taken_at) WHERE stem IS NOT NULL;
             """),
+        Migration(version: receiptDigestsVersion, sql: """
+            -- The SHA-256 of every receipt the daemon took, recorded in the
+            -- transaction that queues its upload, so `receipt` can check the
+            -- bytes it hands out: the daemon's copy while it waits, the
+            -- server's (or the kept copy) once it is there. A row stays with
+            -- its job until the job is gone; the upload that applies marks
+            -- its row `applied` (the expense's receipt now) and the previous
+            -- applied row goes. A job removed without applying (discarded,
+            -- replaced by a newer file, its expense deleted) takes its row
+            -- with it, so a digest never outlives both its job and its use.
+            CREATE TABLE receipt_digests (
+                job_uuid TEXT PRIMARY KEY NOT NULL,
+                transaction_id TEXT NOT NULL,
+                sha256 BLOB NOT NULL,
+                applied INTEGER NOT NULL DEFAULT 0
+            );
+            CREATE INDEX receipt_digests_by_expense ON receipt_digests (transaction_id);
+            CREATE TRIGGER receipt_digests_job_gone AFTER DELETE ON jobs WHEN OLD.kind = 'receipt' BEGIN
+                DELETE FROM receipt_digests WHERE job_uuid = OLD.uuid AND applied = 0;
+            END;
+            """),
     ]
+
+    /// The migration that adds `receipt_digests`: numbered after the last
+    /// one shipped; the one place to change should another come first.
+    static let receiptDigestsVersion = 6
 }

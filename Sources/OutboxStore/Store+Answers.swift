@@ -90,6 +90,7 @@ extension Store {
                 if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
                 try Store.upsert(db, expense, account: job.account, now: now)
             }
+            if job.kind == .receipt { try Store.markReceiptApplied(db, job) }
             FaultPoints.hit("between-upsert-and-job-removal")
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
             return job.receiptFile

@@ -20,21 +20,33 @@ extension Store {
         try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
-            if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
-                throw StoreError(.invalidState, "\(transactionID) is being deleted")
-            }
-            // The result must be a valid expense (an amount against the
-            // currency it ends with), and an amount given alone is written
-            // with that currency's minor units.
-            let change: ExpenseFields
-            do {
-                change = try Validation.normalizedEdit(fields, of: view.fields)
-            } catch let error as FieldError {
-                throw FieldFailure(field: error.field, reason: error.reason)
-            }
-            try Store.queueEdit(db, transactionID: transactionID, change: change, version: view.version, now: now)
+            try Store.checkEditable(view)
+            try Store.queueEdit(db, view, fields: fields, now: now)
             return try Store.view(db, transactionID: transactionID)!
         }
+    }
+
+    /// Refuses a change to an expense on its way out.
+    static func checkEditable(_ view: ExpenseView) throws {
+        if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
+            throw StoreError(.invalidState, "\(view.transactionID) is being deleted")
+        }
+    }
+
+    /// Folds a change of fields into the outbox, inside the caller's
+    /// transaction, once it is normalized against the expense's fields and
+    /// checked (``queueEdit(_:transactionID:change:version:now:)``).
+    static func queueEdit(_ db: Connection, _ view: ExpenseView, fields: ExpenseFields, now: Int64) throws {
+        // The result must be a valid expense (an amount against the
+        // currency it ends with), and an amount given alone is written
+        // with that currency's minor units.
+        let change: ExpenseFields
+        do {
+            change = try Validation.normalizedEdit(fields, of: view.fields)
+        } catch {
+            throw FieldFailure(field: error.field, reason: error.reason)
+        }
+        try queueEdit(db, transactionID: view.transactionID, change: change, version: view.version, now: now)
     }
 
     /// Queues `change` (normalized and checked) of an expense whose cached

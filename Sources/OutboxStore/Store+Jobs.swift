@@ -84,6 +84,7 @@ extension Store {
                 VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, ?, ?, ?, ?)
                 """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                       .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(account)])
+            try Store.recordDigest(db, of: receipt, transactionID: transactionID)
         }
     }
 

@@ -96,6 +96,17 @@ public enum UnixSocket {
         }
     }
 
+    /// Sends what one `sendmsg(2)` takes of `bytes`, with `descriptor`
+    /// attached to the first byte (`SCM_RIGHTS`); for non-blocking sockets.
+    /// - Returns: the bytes sent; at least one when it returns, so the
+    ///   descriptor went.
+    /// - Throws: `EAGAIN` (``SystemCallError/wouldBlock``) when nothing could be sent.
+    public static func sendSome(_ socket: FileDescriptor, _ bytes: [UInt8], passing descriptor: FileDescriptor) throws(SystemCallError) -> Int {
+        try typed { try bytes.withUnsafeBytes { raw in
+            try retrying("sendmsg") { cshims_send_with_fd(socket.rawValue, raw.baseAddress!, raw.count, descriptor.rawValue) }
+        } }
+    }
+
     /// Receives up to `buffer.count` bytes and any descriptors that came with them.
     /// - Returns: bytes read (0 at end of stream) and the received descriptors.
     public static func receive(_ socket: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws(SystemCallError) -> (count: Int, descriptors: [FileDescriptor]) {

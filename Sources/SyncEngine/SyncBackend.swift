@@ -35,6 +35,10 @@ public protocol SyncBackend: Sendable {
     /// tombstones included.
     func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply
 
+    /// The receipt of `transactionID` as the backend holds it, read with
+    /// `token` (``ReceiptFetch``).
+    func fetchReceipt(transactionID: String, token: String?) async -> ReceiptFetch
+
     /// What `job`'s request is, for a debug line ("POST /v1/expenses").
     func describe(_ job: OutboxJob) -> String
 

@@ -22,6 +22,8 @@ import Testing
         .show(ref: "cp-0206"), .retry(ref: "cp-0206"), .discard(ref: "1b4e28ba"), .delete(ref: "cp-0206e11a39722b8b0b0d34"),
         .sync(refresh: false), .sync(refresh: true),
         .edit(ref: "cp-0206", fields: cleared),
+        .edit(ref: "cp-0206", fields: ExpenseFields(), hasReceipt: true), .edit(ref: "cp-0206", fields: cleared, hasReceipt: true),
+        .receipt(ref: "cp-0206e11a"),
         .resolve(ref: "cp-0206", takeMine: true), .resolve(ref: "cp-0206", takeMine: false),
     ]
 
@@ -48,5 +50,8 @@ import Testing
                 == #"{"client_id":"c","expense":{},"id":4,"op":"add","receipt":true}"#)
         #expect(ControlRequest(id: 5, command: .add(fields: ExpenseFields(), clientID: "c", hasReceipt: true, receiptPath: "/r.pdf")).json.serialized()
                 == #"{"client_id":"c","expense":{},"id":5,"op":"add","receipt":true,"receipt_path":"/r.pdf"}"#)
+        #expect(ControlRequest(id: 5, command: .edit(ref: "cp-1", fields: ExpenseFields(), hasReceipt: true)).json.serialized()
+                == #"{"id":5,"op":"edit","receipt":true,"ref":"cp-1"}"#)
+        #expect(ControlRequest(id: 6, command: .receipt(ref: "cp-1")).json.serialized() == #"{"id":6,"op":"receipt","ref":"cp-1"}"#)
     }
 }

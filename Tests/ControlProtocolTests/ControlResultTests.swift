@@ -57,6 +57,8 @@ import Testing
         #expect(try Self.roundTrip(added) == added)
         #expect(try Self.roundTrip(DiscardResult(transactionID: "cp-1", discarded: 3)) == DiscardResult(transactionID: "cp-1", discarded: 3))
         #expect(try Self.roundTrip(DeleteResult(transactionID: "cp-1", sentNothing: true)) == DeleteResult(transactionID: "cp-1", sentNothing: true))
+        let receipt = ReceiptResult(transactionID: "cp-1", kind: .pdf, size: 1234, sha256: String(repeating: "ab", count: 32), source: .keptLocally)
+        #expect(try Self.roundTrip(receipt) == receipt)
         #expect(try Self.roundTrip(SyncResult(refresh: true)) == SyncResult(refresh: true))
         #expect(try Self.roundTrip(Self.status) == Self.status)
         var withoutServer = Self.status

@@ -46,7 +46,7 @@ import Testing
 
         // Every verb on the other's expense: no such expense, and nothing changes.
         for (verb, extra) in [("show", []), ("edit", ["--comment", "mine now"]), ("delete", []), ("retry", []), ("discard", []),
-                              ("resolve", ["--take", "mine"])] as [(String, [String])] {
+                              ("resolve", ["--take", "mine"]), ("receipt", []), ("edit", ["--receipt", receipt])] as [(String, [String])] {
             for ref in [bob1, String(bob1.prefix(10))] {
                 let result = try h.ctl("alice", [verb, ref] + extra)
                 #expect(result.status == 1, "\(verb) \(ref): \(result.stderr)")
@@ -54,6 +54,13 @@ import Testing
             }
         }
         #expect(try h.ctl("bob", ["show", bob1]).status == 0, "bob still has it")
+        // Her own receipt comes back from the server, fetched with her token.
+        let outputs = h.directory.at("alice-out")
+        try FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)
+        chmod(outputs, 0o777)
+        let own = try h.ctl("alice", ["receipt", alice1, "-o", "\(outputs)/r.jpg"])
+        #expect(own.status == 0, "\(own.stderr)")
+        #expect(FileManager.default.contents(atPath: "\(outputs)/r.jpg").map { [UInt8]($0) } == SampleReceipt.jpeg(size: 3000, seed: 5))
         #expect(try h.serverRows().count == 5)
         // Naming another account is for admins only.
         for extra in [["--account", h.users.name("bob")], ["--all-accounts"]] {

@@ -8,7 +8,7 @@ import Testing
 /// for it agree, and what is not a subcommand or an option is a usage error.
 @Suite struct ExpenseCtlHelpTests {
     /// Every subcommand; a new one fails ``subcommandList_isEveryOneTestedHere`` until it is added here and to `Help/`.
-    static let subcommands = ["add", "list", "show", "retry", "discard", "status", "watch", "sync", "stats", "edit", "delete", "resolve"]
+    static let subcommands = ["add", "list", "show", "retry", "discard", "status", "watch", "sync", "stats", "edit", "receipt", "delete", "resolve"]
 
     static func ctl(_ arguments: [String]) throws -> CommandResult {
         try runCommand(BuiltProducts.path("expensectl"), arguments, environment: ["EXPENSED_SOCKET": "/nonexistent/expensed.sock"])
@@ -85,6 +85,8 @@ import Testing
         case "show", "retry", "discard", "delete": [name, "cp-0206e11a39722b8b0b0d34"]
         case "edit": ["edit", "cp-0206e11a39722b8b0b0d34", "--merchant", "M"]
         case "resolve": ["resolve", "cp-0206e11a39722b8b0b0d34", "--take", "server"]
+        // To a file, since --json needs one (and standard output may be a terminal).
+        case "receipt": ["receipt", "cp-0206e11a39722b8b0b0d34", "-o", "\(NSTemporaryDirectory())/expensectl-no-daemon-\(UUID().uuidString).jpg"]
         default: [name]
         }
         for json in [false, true] {

@@ -28,7 +28,7 @@ import Testing
 
         let store = try Store(stateDirectory: state)
         let version = try await store.read { try $0.schemaVersion() }
-        #expect(version == Schema.migrations.map(\.version).max(), "through accounts (3), the listing (4) and where expenses came from (5)")
+        #expect(version == Schema.migrations.map(\.version).max(), "through accounts (3), the listing (4), where expenses came from (5) and receipt digests (6)")
         let accounts = try await store.read { db in
             (try db.query("SELECT DISTINCT account FROM jobs") { $0.string(0) }, try db.query("SELECT DISTINCT account FROM expenses") { $0.string(0) })
         }

@@ -20,12 +20,12 @@ _expensectl()
     local cur prev words cword
     _init_completion || return
 
-    local subcommands="add list show retry discard status watch sync stats edit delete resolve help"
+    local subcommands="add list show retry discard status watch sync stats edit receipt delete resolve help"
     local global="--socket --json --account --all-accounts --help --version"
     local fields="--merchant --amount --currency --date --category --comment --tax-tag"
 
     case $prev in
-        --socket|--receipt)
+        --socket|--receipt|-o|--output)
             _filedir
             return ;;
         --take)
@@ -60,7 +60,8 @@ _expensectl()
     case $subcommand in
         "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
         add) options="$fields --receipt --client-id" ;;
-        edit) options="$fields" ;;
+        edit) options="$fields --receipt" ;;
+        receipt) options="-o --output --open" ;;
         list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals --ids" ;;
         sync) options="--refresh --wait --timeout" ;;
         resolve) options="--take" ;;
@@ -75,6 +76,11 @@ _expensectl()
     case $subcommand in
         show|retry|discard|delete|edit|resolve)
             COMPREPLY=($(compgen -W "$(_expensectl_ids)" -- "$cur")) ;;
+        receipt)
+            case ${words[cword-1]} in
+                -o|--output) COMPREPLY=($(compgen -f -- "$cur")) ;;
+                *) COMPREPLY=($(compgen -W "$(_expensectl_ids)" -- "$cur")) ;;
+            esac ;;
     esac
 } &&
     complete -F _expensectl expensectl

@@ -129,6 +129,48 @@ public final class ExpenseServerBackend: SyncBackend {
         return Self.changes(from: await client.send(request))
     }
 
+    /// `GET /v1/expenses/{id}/receipt` on the configured server, whatever
+    /// URL the cache holds: the token goes to no other host.
+    public func fetchReceipt(transactionID: String, token: String?) async -> ReceiptFetch {
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        var request = HTTPRequest(method: "GET", url: settings.baseURL + "/v1/expenses/\(Self.percentEncoded(transactionID))/receipt",
+                                  headers: headers, connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
+                                  totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
+        request.caFile = settings.caFile
+        return Self.receipt(from: await client.send(request))
+    }
+
+    /// A receipt answer as ``ReceiptFetch``, by contract.md's classes.
+    static func receipt(from result: Result<HTTPResponse, TransportError>) -> ReceiptFetch {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error): return .unanswered(reason: error.message)
+        case .success(let answer): response = answer
+        }
+        switch response.status {
+        case 200:
+            return .bytes(response.body, reprDigest: response.header("Repr-Digest").flatMap(Self.sha256(reprDigest:)))
+        case 404:
+            return .notFound
+        case 408, 425, 429, 500...599:
+            return .unanswered(reason: "the server answered \(response.status)")
+        default:
+            return .refused(reason: "the server answered \(response.status)\(response.status == 401 || response.status == 403 ? " (credentials refused)" : "")")
+        }
+    }
+
+    /// The SHA-256 in a `Repr-Digest` header (`sha-256=:<base64>:`, RFC 9530), if it holds one.
+    static func sha256(reprDigest header: String) -> [UInt8]? {
+        for member in header.split(separator: ",") {
+            let trimmed = member.trimmingPrefix(" ")
+            guard trimmed.hasPrefix("sha-256=:"), trimmed.hasSuffix(":"), trimmed.count > 10 else { continue }
+            let encoded = trimmed.dropFirst("sha-256=:".count).dropLast()
+            if let bytes = Base64.decode(String(encoded)), bytes.count == 32 { return bytes }
+        }
+        return nil
+    }
+
     public func shutdown() {
         client.shutdown()
     }

@@ -1,0 +1,108 @@
+import ExpenseCore
+import SQLite
+
+/// Where an expense's receipt is to be read from, and the SHA-256 the
+/// daemon recorded when it took it (docs/control-protocol.md, `receipt`).
+public struct ReceiptSource: Sendable, Equatable {
+    public enum Location: Sendable, Equatable {
+        /// The daemon's own copy of an upload still in the outbox:
+        /// `fileName` in the receipts directory.
+        case queued(fileName: String, kind: ReceiptKind)
+        /// Done with the backend: `receiptURL` as the cache holds it (the
+        /// server's, or the `file://` URL of a kept copy).
+        case synced(receiptURL: String)
+        /// The expense has no receipt.
+        case none
+    }
+
+    public let transactionID: String
+    /// Whose expense it is: a fetch from the server goes with this account's token.
+    public let account: String
+    public let location: Location
+    /// Recorded with the job that brought the bytes; nil for a receipt this
+    /// daemon never took (attached from another device) or took before it
+    /// recorded digests.
+    public let sha256: [UInt8]?
+}
+
+extension Store {
+    /// Records the SHA-256 of a receipt whose job is being inserted, in the
+    /// caller's transaction; nothing when the copy computed none.
+    static func recordDigest(_ db: Connection, of receipt: StagedReceipt, transactionID: String) throws {
+        guard let digest = receipt.digest else { return }
+        try db.execute("INSERT INTO receipt_digests (job_uuid, transaction_id, sha256) VALUES (?, ?, ?)",
+                       [.text(receipt.jobUUID), .text(transactionID), .blob(digest)])
+    }
+
+    /// The upload `job` applied: its digest is the expense's receipt's now,
+    /// and the one before goes. In the transaction that removes the job.
+    static func markReceiptApplied(_ db: Connection, _ job: OutboxJob) throws {
+        try db.execute("DELETE FROM receipt_digests WHERE transaction_id = ? AND applied = 1 AND job_uuid != ?",
+                       [.text(job.transactionID), .text(job.uuid)])
+        try db.execute("UPDATE receipt_digests SET applied = 1 WHERE job_uuid = ?", [.text(job.uuid)])
+    }
+
+    /// Where the receipt of the expense `ref` names is: the newest upload
+    /// still queued (or in flight), else what the backend has.
+    /// - Throws: `.notFound` / `.ambiguous` as every op, within `scope`.
+    public func receiptSource(ref: String, in scope: AccountScope = .all) async throws -> ReceiptSource {
+        try await database.read { db in
+            let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            guard let view = try Store.view(db, transactionID: transactionID) else {
+                throw StoreError(.notFound, "no expense matches '\(ref)'")
+            }
+            let account = try db.query("SELECT \(Store.accountOf(1))", [.text(transactionID)]) { $0.string(0) }.first ?? AccountName.defaultName
+            let queued = try db.query("""
+                SELECT uuid, receipt_file, receipt_type FROM jobs
+                WHERE transaction_id = ? AND kind = 'receipt' AND receipt_file IS NOT NULL ORDER BY seq DESC LIMIT 1
+                """, [.text(transactionID)]) { ($0.string(0), $0.string(1), ReceiptKind(rawValue: $0.string(2)) ?? .jpeg) }.first
+            if let (uuid, file, kind) = queued {
+                let digest = try db.query("SELECT sha256 FROM receipt_digests WHERE job_uuid = ?", [.text(uuid)]) { $0.blob(0) }.first ?? nil
+                return ReceiptSource(transactionID: transactionID, account: account, location: .queued(fileName: file, kind: kind), sha256: digest)
+            }
+            guard let url = view.receiptURL else {
+                return ReceiptSource(transactionID: transactionID, account: account, location: .none, sha256: nil)
+            }
+            let digest = try db.query("SELECT sha256 FROM receipt_digests WHERE transaction_id = ? AND applied = 1",
+                                      [.text(transactionID)]) { $0.blob(0) }.first ?? nil
+            return ReceiptSource(transactionID: transactionID, account: account, location: .synced(receiptURL: url), sha256: digest)
+        }
+    }
+
+    /// Attaches a staged receipt to an expense that has none, or replaces
+    /// its receipt, with `fields` changed too (may be empty), in one
+    /// transaction: an upload still queued and not on its way is dropped
+    /// (the newest file wins, one upload); one in flight stays, and this
+    /// one follows it. The staged file is removed when this fails, the
+    /// dropped uploads' files once it committed.
+    public func attachReceipt(ref: String, _ receipt: StagedReceipt, fields: ExpenseFields, now: Int64,
+                              in scope: AccountScope = .all) async throws -> ExpenseView {
+        let result: (ExpenseView, [String])
+        do {
+            result = try await database.write { db in
+                let transactionID = try Store.resolve(db, ref: ref, in: scope)
+                guard let view = try Store.view(db, transactionID: transactionID) else {
+                    throw StoreError(.notFound, "no expense matches '\(ref)'")
+                }
+                try Store.checkEditable(view)
+                if !fields.isEmpty { try Store.queueEdit(db, view, fields: fields, now: now) }
+                let superseded = try db.query("""
+                    SELECT seq, receipt_file FROM jobs WHERE transaction_id = ? AND kind = 'receipt' AND state != 'sending'
+                    """, [.text(transactionID)]) { ($0.int64(0), $0.optionalString(1)) }
+                for (seq, _) in superseded { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(seq)]) }
+                try db.execute("""
+                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, account)
+                    VALUES (\(Store.nextSeq), ?1, 'receipt', ?2, '{}', ?3, ?4, ?5, ?6, \(Store.accountOf(2)))
+                    """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
+                          .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
+                try Store.recordDigest(db, of: receipt, transactionID: transactionID)
+                return (try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1))
+            }
+        } catch {
+            try? receipts.remove(receipt.fileName)
+            throw error
+        }
+        for file in result.1 { try? receipts.remove(file) }
+        return result.0
+    }
+}
