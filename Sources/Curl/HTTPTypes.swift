@@ -30,6 +30,10 @@ public struct HTTPRequest: Sendable {
     /// libcurl does not resend; `CURLOPT_FORBID_REUSE` alone does not stop
     /// it (docs/backends.md).
     public var isReplaySafe = true
+    /// Over this, the response body is cut and the request fails (a
+    /// hostile server cannot fill memory); a receipt's download raises it
+    /// to `receipt_max_bytes`.
+    public var maxResponseBytes = 16 << 20
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none,
                 connectTimeoutMilliseconds: Int64 = 10_000, totalTimeoutMilliseconds: Int64 = 60_000) {

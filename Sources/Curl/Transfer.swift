@@ -16,9 +16,6 @@ final class Transfer {
     /// Where libcurl writes its error detail; it keeps the pointer, so the
     /// memory must stay put for the transfer's life.
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-    /// Over this, the response body is cut (a hostile server cannot fill memory).
-    static let maxResponseBytes = 16 << 20
-
     init?(request: HTTPRequest, complete: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
         guard let easy = curl_easy_init() else { return nil }
         self.easy = easy
@@ -61,7 +58,7 @@ final class Transfer {
         check(ccurl_easy_setopt_write_function(easy, CURLOPT_WRITEFUNCTION, { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let n = size * count
-            if transfer.responseBody.count + n > Transfer.maxResponseBytes { return 0 }
+            if transfer.responseBody.count + n > transfer.request.maxResponseBytes { return 0 }
             data!.withMemoryRebound(to: UInt8.self, capacity: n) {
                 transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: n))
             }

@@ -26,6 +26,7 @@ extension Configuration {
         var settings = ExpenseServerBackend.Settings(baseURL: baseURL, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                                      requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
         settings.caFile = caFile
+        settings.receiptMaxBytes = receiptMaxBytes
         return settings
     }
 

@@ -65,6 +65,8 @@ final class ControlHandler: Sendable {
             case .receipt(let ref):
                 let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
                 let (result, descriptor) = try await receipt(ref: ref, in: scope)
+                logger.info("Receipt handed out (\(result.size) bytes, from \(result.source == .server ? "the server" : "the daemon's copy"))",
+                            transactionID: result.transactionID)
                 return (ControlResponse(id: id, result), .next, descriptor)
             case .watch:
                 let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)

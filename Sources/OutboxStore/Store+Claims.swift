@@ -11,7 +11,8 @@ extension Store {
     /// A job that may be sent now: queued, due, not waiting for an earlier
     /// job of the same expense, and alone in flight for its expense. A
     /// receipt waits for its create and earlier uploads only (an upload
-    /// never holds up edits; a newer file must land last);
+    /// never holds up edits; a newer file must land last), but not for one
+    /// that needs attention, which the newer one supersedes;
     /// every other job waits for every earlier job but receipts. One job
     /// per expense at a time: an upload and an edit in flight together
     /// could reach the server in either order, and the upload's new version
@@ -19,7 +20,8 @@ extension Store {
     static let eligible = """
         state = 'queued' AND next_attempt_at <= ?1
         AND NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.transaction_id = jobs.transaction_id AND p.seq < jobs.seq
-            AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind IN ('create', 'receipt') ELSE p.kind != 'receipt' END))
+            AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind = 'create' OR (p.kind = 'receipt' AND p.state != 'needs_attention')
+                 ELSE p.kind != 'receipt' END))
         AND NOT EXISTS (SELECT 1 FROM jobs AS f WHERE f.transaction_id = jobs.transaction_id AND f.state = 'sending')
         """
 

@@ -36,7 +36,12 @@ extension Store {
 
     /// The upload `job` applied: its digest is the expense's receipt's now,
     /// and the one before goes. In the transaction that removes the job.
+    /// An older upload still waiting (one that needs attention: a newer one
+    /// went past it) is superseded and goes too, so no retry can put the
+    /// older file back; its file is the start-up sweep's (no job names it).
     static func markReceiptApplied(_ db: Connection, _ job: OutboxJob) throws {
+        try db.execute("DELETE FROM jobs WHERE transaction_id = ? AND kind = 'receipt' AND seq < ? AND state != 'sending'",
+                       [.text(job.transactionID), .integer(job.seq)])
         try db.execute("DELETE FROM receipt_digests WHERE transaction_id = ? AND applied = 1 AND job_uuid != ?",
                        [.text(job.transactionID), .text(job.uuid)])
         try db.execute("UPDATE receipt_digests SET applied = 1 WHERE job_uuid = ?", [.text(job.uuid)])

@@ -52,6 +52,38 @@ import Testing
         #expect(shown["receipt_url"]?.stringValue == "file://\(kept)")
         let text = try h.daemon.ctl(["show", id])
         #expect(text.stdout.contains("kept locally"), "\(text.stdout)")
+        // Read back through expensectl, checked against the recorded digest.
+        let out = h.directory.at("back.jpg")
+        let back = try h.daemon.ctlJSON(["receipt", id, "-o", out])
+        #expect(back["source"] == "kept locally")
+        #expect(FileManager.default.contents(atPath: out).map(Array.init) == bytes)
+    }
+
+    /// A kept receipt replaced: the new one is kept and read back, the old
+    /// one moved aside, never deleted.
+    @Test func editReceipt_replacesTheKeptReceipt_andKeepsTheOldOneAside() throws {
+        let h = try IhatemoneyHarness()
+        try h.daemon.start()
+        let first = SampleReceipt.jpeg(size: 5000, seed: 3)
+        let second = SampleReceipt.png(size: 6000)
+        SampleReceipt.write(first, to: h.directory.at("a.jpg"))
+        SampleReceipt.write(second, to: h.directory.at("b.png"))
+        let id = try h.add(merchant: "Hardware", amount: "40.00", receipt: h.directory.at("a.jpg"))
+        try h.waitUntilDrained()
+        let edited = try h.daemon.ctl(["edit", id, "--receipt", h.directory.at("b.png")])
+        #expect(edited.status == 0, "\(edited.stderr)")
+        try h.waitUntilDrained()
+        try h.daemon.waitUntilNoReceiptFiles()
+        let folder = "\(h.daemon.stateDirectory)/kept-receipts"
+        #expect(FileManager.default.contents(atPath: "\(folder)/\(id).png").map(Array.init) == second)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        let aside = names.filter { $0.hasPrefix("\(id).replaced-") && $0.hasSuffix(".jpg") }
+        #expect(aside.count == 1, "\(names)")
+        #expect(aside.first.flatMap { FileManager.default.contents(atPath: "\(folder)/\($0)") }.map(Array.init) == first)
+        #expect(try h.bills().count == 1)
+        let out = h.directory.at("back.png")
+        #expect(try h.daemon.ctlJSON(["receipt", id, "-o", out])["kind"] == "png")
+        #expect(FileManager.default.contents(atPath: out).map(Array.init) == second)
     }
 
     @Test func spoolDrop_becomesABill() throws {

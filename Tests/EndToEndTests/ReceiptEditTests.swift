@@ -111,6 +111,29 @@ import Testing
         #expect(try Self.serverDigest(sync, id) == Self.digest(Self.third))
     }
 
+    /// A replacement while the old upload is on its way: that one is left
+    /// to finish, and the new one follows it, so the server ends with the
+    /// newest.
+    @Test func editReceipt_whileTheOldUploadIsOnItsWay_isSentAfterIt() throws {
+        let sync = try SyncHarness()
+        // The second request (the upload) waits four seconds before it leaves: time to see it in flight.
+        sync.daemon.environment["EXPENSED_FAULT"] = "before-send:sleep=4000@2"
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let added = try sync.daemon.ctl(["add", "--receipt", Self.write(Self.first, sync.daemon, "a.jpg")])
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try waitUntil(timeout: 30, "the upload to be on its way") { try OfflineEditTests.outbox(sync.daemon).map { "\($0.0) \($0.1)" } == ["receipt sending"] }
+        try Self.attach(sync.daemon, id, Self.second, name: "b.jpg")
+        let outbox = try OfflineEditTests.outbox(sync.daemon)
+        #expect(outbox.map(\.0) == ["receipt", "receipt"], "the one on its way stays: \(outbox)")
+
+        try sync.waitUntilDrained(timeout: 60)
+        try sync.daemon.waitUntilNoReceiptFiles()
+        #expect(Self.puts(sync, id, awaiting: 2) == 2)
+        #expect(try Self.serverDigest(sync, id) == Self.digest(Self.second), "the newest landed last")
+        #expect(try Self.receipt(sync.daemon, id).bytes == Self.second)
+    }
+
     @Test func editReceipt_ofGarbage_isRefused_andChangesNothing() throws {
         let sync = try SyncHarness(startServer: false)
         try OfflineEditTests.startQueueingOnly(sync)

@@ -23,6 +23,8 @@ public final class ExpenseServerBackend: SyncBackend {
         /// Certificate authorities to trust for an `https://` server (PEM),
         /// instead of the system's.
         public var caFile: String?
+        /// The largest receipt read back from the server (`receipt_max_bytes`).
+        public var receiptMaxBytes = 25 << 20
 
         public init(baseURL: String, connections: Int, connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, deviceID: String) {
             self.baseURL = baseURL
@@ -138,7 +140,13 @@ public final class ExpenseServerBackend: SyncBackend {
                                   headers: headers, connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
                                   totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
         request.caFile = settings.caFile
-        return Self.receipt(from: await client.send(request))
+        request.maxResponseBytes = settings.receiptMaxBytes
+        let result = await client.send(request)
+        // CURLE_WRITE_ERROR: the body passed the limit and was cut.
+        if case .failure(let error) = result, error.code == 23 {
+            return .refused(reason: "the receipt is larger than receipt_max_bytes (\(settings.receiptMaxBytes) bytes)")
+        }
+        return Self.receipt(from: result)
     }
 
     /// A receipt answer as ``ReceiptFetch``, by contract.md's classes.

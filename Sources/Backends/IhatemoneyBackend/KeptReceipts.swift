@@ -15,18 +15,25 @@ final class KeptReceipts: Sendable {
         self.directory = directory
     }
 
-    /// Links `path` in as `transactionID`'s receipt, durably.
+    /// Links `path` in as `transactionID`'s receipt, durably. A receipt
+    /// kept before for the expense that is another file (`edit --receipt`
+    /// replaced it) is moved aside to `<transaction id>.replaced-<ms>.<ext>`,
+    /// never deleted.
     /// - Returns: whether it was kept already (a resend after a crash).
     func keep(_ path: String, transactionID: String, kind: ReceiptKind) async throws -> Bool {
         let directory = self.directory
         let target = "\(directory)/\(transactionID).\(kind.fileExtension)"
         return try await files.run {
             try FileSystem.makeDirectories(directory, mode: 0o700)
-            do {
-                try FileSystem.link(path, to: target)
-            } catch let error as SystemCallError where error.isExisting {
-                return true
+            let new = try FileSystem.status(path)
+            for other in ReceiptKind.allCases {
+                let existing = "\(directory)/\(transactionID).\(other.fileExtension)"
+                guard let kept = try? FileSystem.status(existing, followLinks: false) else { continue }
+                // The same file: linked before a crash ended the job.
+                if kept.device == new.device && kept.inode == new.inode { return true }
+                try FileSystem.rename(existing, to: "\(directory)/\(transactionID).replaced-\(Clock.wallMilliseconds).\(other.fileExtension)")
             }
+            try FileSystem.link(path, to: target)
             try FileSystem.syncDirectory(directory)
             return false
         }
