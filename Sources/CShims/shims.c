@@ -193,3 +193,7 @@ void cshims_wait_status(int status, int *exit_status, int *signal) {
 char **cshims_environ(void) {
     return environ;
 }
+
+int cshims_set_pipe_size(int fd, int size) {
+    return fcntl(fd, F_SETPIPE_SZ, size);
+}

@@ -121,6 +121,15 @@ public final class FileDescriptor: Sendable {
         return got
     }
 
+    /// Asks for a pipe buffer of at least `bytes` when this is a pipe
+    /// (`fcntl(F_SETPIPE_SZ)`, up to `/proc/sys/fs/pipe-max-size`): a large
+    /// write then wakes its reader a few times, not once per 64 KiB.
+    /// Anything else, or a refusal, leaves it as it is.
+    public func enlargePipeBuffer(to bytes: Int) {
+        guard (try? status())?.kind == .fifo else { return }
+        _ = cshims_set_pipe_size(rawValue, Int32(clamping: bytes))
+    }
+
     /// Reads everything up to end of file, failing once more than `limit` bytes arrive.
     /// - Returns: the bytes, or `nil` when the file holds more than `limit`.
     public func readAll(limit: Int) throws(SystemCallError) -> [UInt8]? {

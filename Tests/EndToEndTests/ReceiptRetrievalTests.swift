@@ -55,6 +55,12 @@ import Testing
         let piped = try Self.receiptToStandardOutput(sync.daemon, id)
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(piped.bytes == Self.jpeg)
+        // Into a pipe (whose buffer expensectl enlarges), read by another program.
+        let throughPipe = sync.daemon.directory.at("through-pipe.jpg")
+        let viaCat = try runCommand("/bin/bash", ["-c", "set -o pipefail; \"$0\" --socket \"$1\" receipt \"$2\" | cat > \"$3\"",
+                                                BuiltProducts.path("expensectl"), sync.daemon.socketPath, id, throughPipe])
+        #expect(viaCat.status == 0, "\(viaCat.stderr)")
+        #expect(Self.bytes(throughPipe) == Self.jpeg)
         // A prefix of the id works as for every verb.
         #expect(try Self.receiptToStandardOutput(sync.daemon, String(id.prefix(12))).bytes == Self.jpeg)
     }

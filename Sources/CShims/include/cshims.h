@@ -42,6 +42,9 @@ int cshims_thread_start(void (*fn)(void *), void *arg, const char *name);
 /* eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK. */
 int cshims_eventfd(void);
 
+/* fcntl(2) F_SETPIPE_SZ (a Linux name, behind _GNU_SOURCE). */
+int cshims_set_pipe_size(int fd, int size);
+
 /* renameat2(2) with RENAME_NOREPLACE: fails with EEXIST rather than
    replace what is at newpath. Returns 0 or -1 with errno set. */
 int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
