@@ -86,9 +86,7 @@ extension Store {
         do {
             result = try await database.write { db in
                 let transactionID = try Store.resolve(db, ref: ref, in: scope)
-                guard let view = try Store.view(db, transactionID: transactionID) else {
-                    throw StoreError(.notFound, "no expense matches '\(ref)'")
-                }
+                let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
                 try Store.checkEditable(view)
                 if !fields.isEmpty { try Store.queueEdit(db, view, fields: fields, now: now) }
                 let superseded = try db.query("""
