@@ -94,8 +94,13 @@ public enum Daemon {
         if let directory = configuration.accountsDirectory {
             // A mistyped or unreadable accounts_dir would give every caller
             // the default account, or none: refuse to start instead.
-            guard (try? FileSystem.contents(of: directory)) != nil else {
+            guard (try? FileSystem.contents(of: directory)) != nil, let status = try? FileSystem.status(directory) else {
                 throw StartupFailure(code: .config, message: "Refusing to start: accounts_dir '\(directory)' is not a directory expensed can read")
+            }
+            // Whoever may add a file there may give a user an account (theirs).
+            let user = Users.effectiveUserID
+            guard status.mode & 0o022 == 0, status.owner == 0 || status.owner == user else {
+                throw StartupFailure(code: .config, message: "Refusing to start: accounts_dir '\(directory)' is mode \(String(status.mode & 0o7777, radix: 8)) owned by uid \(status.owner); it must be writable by its owner only, root or uid \(user) (expensed's user): chmod go-w, chown")
             }
         }
         let tokens = AccountTokens(tokenFile: configuration.tokenFile, accountsDirectory: configuration.accountsDirectory)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ExpenseCore
 import Posix
 import Synchronization
@@ -34,6 +37,10 @@ final class TokenSource: Sendable {
         /// An account file made private (chmod 600) is a new version too.
         let mode: UInt32
         let owner: UInt32
+
+        init(_ status: FileStatus) {
+            (inode, size, modified, mode, owner) = (status.inode, status.size, status.modifiedNanoseconds, status.mode, status.owner)
+        }
     }
 
     /// The file of one account of `accounts_dir`, which must be private to `owner`.
@@ -97,25 +104,37 @@ final class TokenSource: Sendable {
     var generation: Int { state.withLock { $0.generation } }
 
     /// Reads the file again if it changed. Returns true when it did.
+    ///
+    /// The checks and the read are of one opened file (`fstat(2)` of the
+    /// descriptor read from): a rename between a look by path and the read
+    /// would hand over a file whose owner and mode no one checked. An
+    /// account's file is opened with `O_NOFOLLOW`, so a symbolic link in
+    /// `accounts_dir` is refused rather than followed to a file elsewhere.
     @discardableResult
     func reloadIfChanged() -> Bool {
         guard let path else { return false }
-        let status = try? FileSystem.status(path)
-        let stamp = status.map { Stamp(inode: $0.inode, size: $0.size, modified: $0.modifiedNanoseconds, mode: $0.mode, owner: $0.owner) }
-        // Unchanged (or still unreadable the same way): nothing to do.
+        // The look by path only says whether a new version may be there;
+        // what is read is checked by its descriptor below.
         let (previous, loaded) = state.withLock { ($0.stamp, $0.generation > 0) }
-        if loaded && stamp == previous { return false }
+        let looked = (try? FileSystem.status(path, followLinks: requiredOwner == nil)).map(Stamp.init)
+        if loaded && looked == previous { return false }
+        var stamp = looked
         var token: String?
         var problem: String?
         do {
-            if let requiredOwner, let status {
+            // Non-blocking, so that a FIFO put there cannot hold the open.
+            let file = try FileDescriptor.open(path, requiredOwner == nil ? [.readOnly, .noCTTY, .nonBlocking] : [.readOnly, .noCTTY, .nonBlocking, .noFollow])
+            let status = try file.status()
+            stamp = Stamp(status)
+            guard status.kind == .regular else { throw TokenProblem("token file '\(path)' is not a regular file") }
+            if let requiredOwner {
                 // Another user's file, or one others may read, is no one's
                 // credential: it may have been planted or seen.
-                guard status.kind == .regular, status.owner == requiredOwner, status.mode & 0o077 == 0 else {
+                guard status.owner == requiredOwner, status.mode & 0o077 == 0 else {
                     throw TokenProblem("token file '\(path)' is mode \(String(status.mode & 0o7777, radix: 8)) owned by uid \(status.owner); it must be a file of mode 600 owned by uid \(requiredOwner), expensed's user")
                 }
             }
-            guard let bytes = try FileSystem.read(path, limit: 8192) else {
+            guard let bytes = try file.readAll(limit: 8192) else {
                 throw TokenProblem("token file '\(path)' is larger than 8 KiB")
             }
             let text = String(decoding: bytes, as: UTF8.self).trimmingSpaces()
@@ -126,6 +145,8 @@ final class TokenSource: Sendable {
             token = text
         } catch let error as TokenProblem {
             problem = error.message
+        } catch let error as SystemCallError where error.errno == ELOOP && requiredOwner != nil {
+            problem = "token file '\(path)' is a symbolic link; it must be a file of mode 600 owned by uid \(requiredOwner ?? 0), expensed's user"
         } catch let error as SystemCallError {
             problem = "cannot read token file '\(path)': \(error.reason)"
         } catch {

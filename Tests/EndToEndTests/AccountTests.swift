@@ -293,6 +293,21 @@ import Testing
         #expect(result.stderr.contains("accounts_dir '/nonexistent/accounts-\(getpid())' is not a directory expensed can read"), "\(result.stderr)")
     }
 
+    /// Whoever may write in accounts_dir may give anyone an account: a
+    /// directory others or its group may write, or one owned by another
+    /// user, stops the daemon at start.
+    @Test(arguments: [(0o777 as UInt32, 0 as UInt32), (0o770, 0), (0o700, 65534)])
+    func accountsDirectoryOthersMayWrite_stopsTheDaemonAtStart(mode: UInt32, owner: UInt32) throws {
+        let directory = TemporaryDirectory(prefix: "accounts-mode")
+        let accounts = directory.at("accounts")
+        #expect(mkdir(accounts, 0o700) == 0 && chmod(accounts, mode_t(mode)) == 0 && chown(accounts, owner, 0) == 0)
+        let daemon = DaemonHarness(arguments: ["--accounts-dir", accounts], directory: directory)
+        let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("accounts_dir '\(accounts)' is mode \(String(mode, radix: 8)) owned by uid \(owner); it must be writable by its owner only"),
+                "\(result.stderr)")
+    }
+
     @Test func adminGroupThatDoesNotExist_stopsTheDaemonAtStart() throws {
         let daemon = DaemonHarness(arguments: ["--admin-group", "no-such-group-\(getpid())"])
         let result = try runCommand(BuiltProducts.path("expensed"), daemon.arguments, timeout: 20)

@@ -61,6 +61,41 @@ import Testing
         #expect(tokens.current().token == "third-token")
         #expect(tokens.generation == 3)
     }
+
+    /// A symbolic link in accounts_dir is not followed to a private file
+    /// elsewhere: what is checked (owner, mode) is the file read.
+    @Test func accountFileThatIsASymbolicLink_isRefused_notFollowed() throws {
+        let dir = TemporaryDirectory()
+        _ = FileManager.default.createFile(atPath: dir.at("elsewhere"), contents: Data("esk_elsewhere\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(mkdir(dir.at("accounts"), 0o700) == 0 && symlink(dir.at("elsewhere"), dir.at("accounts/alice")) == 0)
+        let source = TokenSource(accountFile: dir.at("accounts/alice"), owner: geteuid())
+        let (token, problem, _) = source.current()
+        #expect(token == nil)
+        #expect(problem?.contains("is a symbolic link") == true, "\(problem ?? "no problem")")
+        // Replaced by a private file of its own: that is read.
+        #expect(unlink(dir.at("accounts/alice")) == 0)
+        _ = FileManager.default.createFile(atPath: dir.at("accounts/alice"), contents: Data("esk_alice\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(source.reloadIfChanged() && source.current().token == "esk_alice")
+    }
+
+    /// A FIFO as the token file neither holds the reader (an open that
+    /// waits for a writer) nor counts as a token.
+    @Test func tokenFileThatIsAFIFO_isRefusedWithoutWaiting() throws {
+        let dir = TemporaryDirectory()
+        #expect(mkfifo(dir.at("token"), 0o600) == 0)
+        // On a thread of its own: an open that waits for a writer would
+        // never return, and the test must end to say so.
+        let answer = Mutex<(token: String?, problem: String?)?>(nil)
+        let source = TokenSource(configuredPath: dir.at("token"))
+        Thread {
+            let (token, problem, _) = source.current()
+            answer.withLock { $0 = (token, problem) }
+        }.start()
+        try waitUntil(timeout: 30, "the FIFO to be looked at") { answer.withLock { $0 != nil } }
+        let (token, problem) = try #require(answer.withLock { $0 })
+        #expect(token == nil)
+        #expect(problem == "token file '\(dir.at("token"))' is not a regular file")
+    }
 }
 
 /// Which account a local user has, from `accounts_dir` and `token_file`.
