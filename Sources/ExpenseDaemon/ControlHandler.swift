@@ -69,7 +69,7 @@ final class ControlHandler: Sendable {
                             transactionID: result.transactionID)
                 return (ControlResponse(id: id, result), .next, descriptor)
             case .watch:
-                let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
+                let scope = try await callers.scope(for: incoming.peer, incoming.request.accounts).scope
                 // Published from now on; then the version before the read: a
                 // summary published meanwhile may be newer than the one
                 // answered, so it is sent as well.
@@ -92,7 +92,9 @@ final class ControlHandler: Sendable {
         guard case .add(let fields, let clientID, false, _) = incoming.request.command else { return false }
         let account: String
         do {
-            account = try addAccount(incoming)
+            // A caller not in the cache is looked up off this thread (perform).
+            guard let known = try callers.knownScope(for: incoming.peer, incoming.request.accounts) else { return false }
+            account = try addAccount(known, incoming)
         } catch {
             server.respond(to: incoming.connection, .failure(failure(error, incoming)))
             return true
@@ -145,25 +147,26 @@ final class ControlHandler: Sendable {
     }
 
     /// The one account an add files its expense under.
-    private func addAccount(_ incoming: IncomingRequest) throws -> String {
-        switch try callers.scope(for: incoming.peer, incoming.request.accounts) {
+    private func addAccount(_ found: (scope: AccountScope, own: CallerAccounts.Resolution), _ incoming: IncomingRequest) throws -> String {
+        switch found.scope {
         case .account(let account):
             return account
         case .all where incoming.request.accounts == .all:
             throw ControlFailure(.invalidField, "an expense is added to one account: name it with account, not all_accounts", field: "all_accounts")
         case .all:
-            throw ControlFailure(.noAccount, callers.account(ofUID: incoming.peer.uid).reason + "; or name the account to add to (--account NAME)")
+            throw ControlFailure(.noAccount, found.own.ofCaller.reason + "; or name the account to add to (--account NAME)")
         }
     }
 
     private func perform(_ incoming: IncomingRequest) async throws -> any ControlResult {
+        let found = try await callers.scope(for: incoming.peer, incoming.request.accounts)
         if case .add(let fields, let clientID, _, let receiptPath) = incoming.request.command {
             return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt, receiptPath: receiptPath,
-                                 account: addAccount(incoming))
+                                 account: addAccount(found, incoming))
         }
         // Every other op acts in the caller's scope: an expense of another
         // account is "no such expense" to it.
-        let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
+        let scope = found.scope
         switch incoming.request.command {
         case .add:
             preconditionFailure("handled above")

@@ -68,18 +68,28 @@ public final class AccountTokens: Sendable {
     /// - Throws: ``Unknown`` when the file could not be looked at for a
     ///   reason other than its absence.
     public func account(ofUser name: String?) throws(Unknown) -> String? {
-        guard let directory else { return AccountName.defaultName }
-        if let name, Self.isFileName(name), name != defaultFileName {
-            do {
-                _ = try FileSystem.status("\(directory)/\(name)", followLinks: false)
-                return name
-            } catch where error.errno == ENOENT {
-                // No file: the default account, if any.
-            } catch {
-                throw Unknown(description: "cannot look at its token file: \(error)")
-            }
-        }
+        guard directory != nil else { return AccountName.defaultName }
+        if let name, name != AccountName.defaultName, try exists(account: name) { return name }
         return hasDefaultAccount ? AccountName.defaultName : nil
+    }
+
+    /// Whether `account` is an account: the default one when there is
+    /// one, or a name with a file in `accounts_dir` (usable or not: its
+    /// token problem is for `status` to show). Without `accounts_dir`
+    /// there is only the default account.
+    /// - Throws: ``Unknown`` when the file could not be looked at for a
+    ///   reason other than its absence.
+    public func exists(account: String) throws(Unknown) -> Bool {
+        if account == AccountName.defaultName { return hasDefaultAccount }
+        guard let directory, isAccountFileName(account) else { return false }
+        do {
+            _ = try FileSystem.status("\(directory)/\(account)", followLinks: false)
+            return true
+        } catch where error.errno == ENOENT {
+            return false
+        } catch {
+            throw Unknown(description: "cannot look at its token file: \(error)")
+        }
     }
 
     /// Why `account`'s token cannot be used now (its file missing,
@@ -98,7 +108,7 @@ public final class AccountTokens: Sendable {
         return sources.withLock { sources in
             if let known = sources[account] { return known }
             let made: TokenSource
-            if let directory, account != AccountName.defaultName, account != defaultFileName, Self.isFileName(account) {
+            if let directory, isAccountFileName(account) {
                 made = TokenSource(accountFile: "\(directory)/\(account)", owner: owner)
             } else {
                 made = TokenSource(missing: "no token_file is configured for the default account")
@@ -113,7 +123,7 @@ public final class AccountTokens: Sendable {
     func accountsToRefresh() -> [String] {
         var accounts = hasDefaultAccount ? [AccountName.defaultName] : []
         if let directory, let names = try? FileSystem.contents(of: directory) {
-            accounts += names.compactMap(\.string).filter { Self.isFileName($0) && $0 != defaultFileName }.sorted()
+            accounts += names.compactMap(\.string).filter(isAccountFileName).sorted()
         }
         return accounts
     }
@@ -123,5 +133,13 @@ public final class AccountTokens: Sendable {
     /// editors leave `.NAME.swp`).
     static func isFileName(_ name: String) -> Bool {
         !name.isEmpty && !name.hasPrefix(".") && !name.contains("/") && name.utf8.count <= 255
+    }
+
+    /// Whether `name` can be a user's account file in `accounts_dir`: a
+    /// file name (``isFileName(_:)``) other than `token_file`'s when that
+    /// lies there, which is the default account's, nobody's own. (The
+    /// default account's name is empty, so it is never one.)
+    func isAccountFileName(_ name: String) -> Bool {
+        Self.isFileName(name) && name != defaultFileName
     }
 }

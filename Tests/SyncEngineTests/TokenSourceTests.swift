@@ -111,6 +111,8 @@ import Testing
         #expect(try tokens.account(ofUser: "alice") == "alice")
         #expect(try tokens.account(ofUser: "token") == "", "a user named as the file has the default account, not the file as theirs")
         #expect(try tokens.account(ofUser: "bob") == "")
+        #expect(tokens.tokenProblem(of: "token") != nil, "no account's token source reads the default account's file")
+        #expect(tokens.isAccountFileName("alice") && !tokens.isAccountFileName("token") && !tokens.isAccountFileName(""))
         // Apart, the file's name is a name like any other.
         let apart = AccountTokens(tokenFile: "/etc/expensed/token", accountsDirectory: dir.path)
         #expect(apart.accountsToRefresh() == ["", "alice", "token"])
