@@ -25,11 +25,15 @@ public struct StatusReport: ControlResult, Equatable {
         public var summary: QueueSummary
         /// Why its token cannot be used (missing, unreadable, mode), when it cannot.
         public var tokenProblem: String?
+        /// Its last failed request, while none of its own has succeeded since
+        /// (`lastContactMilliseconds` unused: the contact is the server's).
+        public var lastError: ServerContact?
 
-        public init(account: String, summary: QueueSummary, tokenProblem: String?) {
+        public init(account: String, summary: QueueSummary, tokenProblem: String?, lastError: ServerContact? = nil) {
             self.account = account
             self.summary = summary
             self.tokenProblem = tokenProblem
+            self.lastError = lastError
         }
 
         var json: JSONValue {
@@ -37,6 +41,9 @@ public struct StatusReport: ControlResult, Equatable {
             object["spool_rejected"] = nil
             object["account"] = .string(account)
             object["token_problem"] = .string(tokenProblem)
+            object["last_error_class"] = .string(lastError?.lastErrorClass)
+            object["last_error"] = .string(lastError?.lastError)
+            object["last_error_at"] = timestampJSON(lastError?.lastErrorMilliseconds)
             return .object(object)
         }
 
@@ -48,7 +55,12 @@ public struct StatusReport: ControlResult, Equatable {
             summary.needsAttention = try m.int("needs_attention")
             summary.oldestJobMilliseconds = try m.nullableTimestamp("oldest_job_at")
             summary.server = try m.choice("server", QueueSummary.ServerState.self)
-            self.init(account: try m.string("account"), summary: summary, tokenProblem: try m.nullableString("token_problem"))
+            var lastError: ServerContact?
+            if let at = try m.nullableTimestamp("last_error_at") {
+                lastError = ServerContact(lastContactMilliseconds: nil, lastErrorClass: try m.nullableString("last_error_class"),
+                                          lastError: try m.nullableString("last_error"), lastErrorMilliseconds: at)
+            }
+            self.init(account: try m.string("account"), summary: summary, tokenProblem: try m.nullableString("token_problem"), lastError: lastError)
         }
     }
 

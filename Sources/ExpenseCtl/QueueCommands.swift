@@ -28,6 +28,9 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         var text = "\(queue.queued) queued, \(queue.sending) sending, \(queue.needsAttention) need attention; "
         text += queue.server == .needsCredentials ? "paused, needs credentials" : state.tokenProblem == nil ? "credentials ok" : "no usable token"
         if let problem = state.tokenProblem { text += " (\(problem.escapingControlCharacters()))" }
+        if let failure = state.lastError, let at = failure.lastErrorMilliseconds {
+            text += "; last error \(Output.text(failure.lastErrorClass)) at \(timeText(at)): \(Output.text(failure.lastError))"
+        }
         lines.append(("Account " + AccountName.displayName(state.account).escapingControlCharacters(), text))
     }
     if report.serverURL != nil {

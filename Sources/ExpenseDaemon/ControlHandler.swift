@@ -254,11 +254,15 @@ final class ControlHandler: Sendable {
     private func status(_ scope: AccountScope) async throws -> StatusReport {
         let summary = try await publisher.current(scope)
         var contact: StatusReport.ServerContact?
-        if let record = publisher.serverRecord {
-            // As of the last contact: the summary's `server` says what it is now.
-            let health = record.current.health
-            contact = StatusReport.ServerContact(lastContactMilliseconds: health.lastContactMilliseconds, lastErrorClass: health.lastError?.errorClass,
-                                                 lastError: health.lastError?.message, lastErrorMilliseconds: health.lastError?.milliseconds)
+        if let record = publisher.serverRecord?.current {
+            // As of the last contact: the summary's `server` says what it is
+            // now. One account is told only of its own errors (and outages).
+            let lastError: ServerHealth.Failure?
+            switch scope {
+            case .all: lastError = record.health.lastError
+            case .account(let account): lastError = record.lastError(of: account)
+            }
+            contact = Self.contact(lastContact: record.health.lastContactMilliseconds, lastError)
         }
         var report = StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: settings.serverURL,
                                   stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
@@ -283,8 +287,14 @@ final class ControlHandler: Sendable {
         return names.sorted().map { account in
             var summary = queues[account] ?? QueueSummary()
             summary.server = record?.state(of: account) ?? .notConfigured
-            return StatusReport.AccountState(account: account, summary: summary, tokenProblem: callers.tokens.tokenProblem(of: account))
+            return StatusReport.AccountState(account: account, summary: summary, tokenProblem: callers.tokens.tokenProblem(of: account),
+                                             lastError: record.flatMap { $0.accountErrors[account] }.map { Self.contact(lastContact: nil, $0) })
         }
+    }
+
+    private static func contact(lastContact: Int64?, _ failure: ServerHealth.Failure?) -> StatusReport.ServerContact {
+        StatusReport.ServerContact(lastContactMilliseconds: lastContact, lastErrorClass: failure?.errorClass, lastError: failure?.message,
+                                   lastErrorMilliseconds: failure?.milliseconds)
     }
 }
 

@@ -143,7 +143,7 @@ extension Drainer {
                 state.stats.recordApplied(latencyMilliseconds: latency)
                 if tokens.directory != nil { state.accountStats[job.account, default: SyncStats()].recordApplied(latencyMilliseconds: latency) }
             }
-            updateServer { $0.succeeded(at: Clock.wallMilliseconds) }
+            updateServer { $0.succeeded(account: job.account, at: Clock.wallMilliseconds) }
             logger.info("Applied \(what) (\(outcome.code)\(outcome.isReplay ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account,
                         messageID: job.kind == .receipt ? .receiptUploaded : .expenseApplied)
             if expense == nil && job.kind != .delete {
@@ -156,13 +156,13 @@ extension Drainer {
             break
         case .retry(let next, _, _, let error, let errorClass):
             recordFailure(errorClass, account: job.account)
-            updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
+            updateServer { $0.failed(account: job.account, errorClass, error, at: Clock.wallMilliseconds) }
             let delay = max(next - Clock.wallMilliseconds, 0)
             logger.notice("Server answered \(error) to \(what) (\(errorClass)); retrying in \(QueueSummary.age(milliseconds: delay))",
                           transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
         case .needsAttention(let attempts, let transient, let error, let errorClass):
             recordFailure(errorClass, account: job.account)
-            updateServer { $0.failed(errorClass, error, at: Clock.wallMilliseconds) }
+            updateServer { $0.failed(account: job.account, errorClass, error, at: Clock.wallMilliseconds) }
             logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). \(AttentionHint.text(errorClass: errorClass, transactionID: job.transactionID))",
                            transactionID: job.transactionID, jobUUID: job.uuid, account: job.account, messageID: .needsAttention)
         }

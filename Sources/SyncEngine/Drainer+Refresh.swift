@@ -52,15 +52,15 @@ extension Drainer {
                 let paused = pauseForCredentials(account: account, refusedGeneration: generation, code: code)
                 return (paused && tokens.directory == nil ? .credentials : nil, fetched)
             case .failed(let failure):
-                noteAnswer { $0.failed(failure.outcome.className, "refresh: \(failure.summary)", at: now) }
+                noteAnswer { $0.failed(account: account, failure.outcome.className, "refresh: \(failure.summary)", at: now) }
                 logger.warning("Refresh failed: server answered \(failure.summary); trying again at the next refresh", account: account)
                 return (nil, fetched)
             case .malformed:
-                noteAnswer { $0.succeeded(at: now) }
+                noteAnswer { $0.succeeded(account: account, at: now) }
                 logger.warning("Refresh failed: the server's listing is not what contract.md describes; trying again at the next refresh", account: account)
                 return (nil, fetched)
             case .page(let p):
-                noteAnswer { $0.succeeded(at: now) }
+                noteAnswer { $0.succeeded(account: account, at: now) }
                 page = p
             }
             do {

@@ -9,6 +9,10 @@ public struct ServerStatus: Sendable, Equatable {
     /// The accounts whose token the server refused (or that have none), each
     /// paused alone: the others keep sending.
     public private(set) var pauses: [String: CredentialsPause] = [:]
+    /// Each account's last failed request, while none of that account's
+    /// has succeeded since: what `status` tells that account. Another
+    /// account's refusal or rejection is not theirs to see.
+    public private(set) var accountErrors: [String: ServerHealth.Failure] = [:]
 
     public init() {}
 
@@ -33,9 +37,24 @@ public struct ServerStatus: Sendable, Equatable {
     /// since a pause ended, or it could not be reached.
     public var wantsContact: Bool { health.state == .unknown || health.state == .unreachable }
 
-    mutating func succeeded(at now: Int64) { health.succeeded(at: now) }
+    mutating func succeeded(account: String, at now: Int64) {
+        health.succeeded(at: now)
+        accountErrors[account] = nil
+    }
 
-    mutating func failed(_ errorClass: String, _ message: String, at now: Int64) { health.failed(errorClass, message, at: now) }
+    mutating func failed(account: String, _ errorClass: String, _ message: String, at now: Int64) {
+        health.failed(errorClass, message, at: now)
+        accountErrors[account] = health.lastError
+    }
+
+    /// The last error `account` is told of: its own last failure, or an
+    /// outage since (no answer at all is everyone's, and names no one's
+    /// expense).
+    public func lastError(of account: String) -> ServerHealth.Failure? {
+        let outage = health.lastError.flatMap { $0.errorClass == "transport" ? $0 : nil }
+        guard let own = accountErrors[account], let outage else { return accountErrors[account] ?? outage }
+        return own.milliseconds > outage.milliseconds ? own : outage
+    }
 
     mutating func answered(at now: Int64) { health.answered(at: now) }
 
@@ -54,7 +73,10 @@ public struct ServerStatus: Sendable, Equatable {
     /// - Returns: true when this starts the pause (to log it once).
     mutating func refused(account: String = AccountName.defaultName, tokenGeneration generation: Int, code: String, at now: Int64,
                           contacted: Bool = true) -> Bool {
-        if contacted { health.refused(code: code, at: now) }
+        if contacted {
+            health.refused(code: code, at: now)
+            accountErrors[account] = health.lastError
+        }
         var pause = pauses[account] ?? CredentialsPause()
         defer { pauses[account] = pause }
         return pause.pause(refusedGeneration: generation)

@@ -199,6 +199,21 @@ import Testing
         let first = try JSONValue.parse(Array((watch.stdout.split(separator: "\n").first ?? "").utf8))
         #expect(first["server"]?.stringValue == "ok" && first["queued"] == 0, "\(watch.stdout)")
         #expect(h.daemon.log.contains("of account \(h.users.name("bob")); its sending is paused"), "\(h.daemon.log)")
+        // bob's 401 is his: while it is the server's last error, alice's
+        // status does not show it; an admin sees it as bob's.
+        try waitUntil(timeout: 30, "bob's refusal as the server's last error") {
+            if try h.ctlJSON("root", ["status"])["last_error_class"]?.stringValue != "auth" { _ = try h.ctl("bob", ["sync"]) }
+            guard try h.ctlJSON("root", ["status"])["last_error_class"]?.stringValue == "auth" else { return false }
+            let hers = try h.ctlJSON("alice", ["status"])
+            #expect(hers["last_error"] == .null && hers["last_error_class"] == .null, "\(hers)")
+            #expect(!(try h.ctl("alice", ["status"]).stdout.contains("401")))
+            return true
+        }
+        #expect(try h.ctlJSON("bob", ["status"])["last_error_class"]?.stringValue == "auth")
+        let perAccount = try h.ctlJSON("root", ["status"])["accounts"]?.arrayValue ?? []
+        #expect(perAccount.first { $0["account"]?.stringValue == h.users.name("bob") }?["last_error_class"]?.stringValue == "auth")
+        #expect(perAccount.first { $0["account"]?.stringValue == h.users.name("alice") }?["last_error_class"] == .null)
+        try waitUntil(timeout: 30, "bob paused again") { try h.ctlJSON("bob", ["status"])["server"]?.stringValue == "needs_credentials" }
 
         h.writeToken(try h.serverUser("rotate", "bob"), for: "bob")
         try h.waitUntilDrained()
