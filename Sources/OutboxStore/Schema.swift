@@ -209,6 +209,14 @@ enum Schema {
                 DELETE FROM receipt_digests WHERE job_uuid = OLD.uuid AND applied = 0;
             END;
             """),
+        Migration(version: 7, sql: """
+            -- An account's oldest job (its status, and every watch of it)
+            -- without scanning the outbox in seq order up to its first job,
+            -- which behind another account's thousands of paused jobs is a
+            -- scan of them all. Each add appends an entry at its account's
+            -- end of the index (seq only grows): one more page written.
+            CREATE INDEX jobs_by_account ON jobs (account, seq);
+            """),
     ]
 
     /// The migration that adds `receipt_digests`: numbered after the last

@@ -59,12 +59,13 @@ extension Store {
         }
     }
 
-    /// The creation time of an account's oldest job. No index has the
-    /// account (each costs every add a page write): the scan in seq order
-    /// stops at its first job, and is made only when it has one.
+    /// The creation time of an account's oldest job: the first entry of
+    /// its part of the index `jobs_by_account`.
     static func oldestJob(_ db: Connection, account: String) throws -> Int64? {
-        try db.scalarInt("SELECT created_at FROM jobs WHERE account = ? ORDER BY seq LIMIT 1", [.text(account)])
+        try db.scalarInt(oldestJobQuery, [.text(account)])
     }
+
+    static let oldestJobQuery = "SELECT created_at FROM jobs WHERE account = ? ORDER BY seq LIMIT 1"
 }
 
 extension QueueSummary {

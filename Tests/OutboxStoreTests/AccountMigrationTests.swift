@@ -28,7 +28,7 @@ import Testing
 
         let store = try Store(stateDirectory: state)
         let version = try await store.read { try $0.schemaVersion() }
-        #expect(version == Schema.migrations.map(\.version).max(), "through accounts (3), the listing (4), where expenses came from (5) and receipt digests (6)")
+        #expect(version == Schema.migrations.map(\.version).max(), "through accounts (3), the listing (4), where expenses came from (5) receipt digests (6) and the jobs' account index (7)")
         let accounts = try await store.read { db in
             (try db.query("SELECT DISTINCT account FROM jobs") { $0.string(0) }, try db.query("SELECT DISTINCT account FROM expenses") { $0.string(0) })
         }
@@ -107,5 +107,23 @@ import Testing
         try await store.requeueStranded()
         let claimed = try await store.claim(limit: 10, now: 20, paused: ["bob"])
         #expect(claimed.map(\.account) == ["alice"])
+    }
+
+    /// An account's oldest job comes from the index on (account, seq), not
+    /// from a scan of the outbox up to its first job, however many jobs
+    /// of another account come before.
+    @Test func oldestJobOfAnAccount_isFoundThroughAnIndex_behindAnotherAccountsJobs() async throws {
+        let directory = TemporaryDirectory()
+        let store = try Store(stateDirectory: directory.at("state"))
+        let fields = ExpenseFields(merchant: "Blue Bottle", amount: "12.50", currency: "EUR", date: "2026-11-29")
+        for n in 1...50 { _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: Int64(n), account: "bob") }
+        _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 100, account: "alice")
+        _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 101, account: "alice")
+        #expect(try await store.summary(in: .account("alice")).oldestJobMilliseconds == 100)
+        #expect(try await store.summary(in: .account("bob")).oldestJobMilliseconds == 1)
+        let plan = try await store.read { db in
+            try db.query("EXPLAIN QUERY PLAN " + Store.oldestJobQuery, [.text("alice")]) { $0.string(3) }
+        }
+        #expect(plan.contains { $0.contains("USING INDEX jobs_by_account (account=?)") } && !plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
     }
 }
