@@ -108,6 +108,37 @@ import Testing
         ])
     }
 
+    /// bob's token is refused mid-pass: his account pauses, alone. His
+    /// job claimed but not yet sent is never sent and comes back in
+    /// `finish`'s unsent (which the runner puts back with `wasSent:
+    /// false`); the claims after it skip his jobs (the runner passes the
+    /// paused accounts to the store, here: a claim of alice's only), and
+    /// alice's go on to the end.
+    @Test func accountPausedMidPass_holdsBackItsClaimedJobs_andTheOthersGoOn() {
+        func of(_ account: String, _ n: Int64) -> OutboxJob {
+            OutboxJob(seq: n, uuid: "job-\(n)", kind: .create, transactionID: "cp-\(n)", account: account)
+        }
+        let b1 = of("bob", 1), a2 = of("alice", 2), a3 = of("alice", 3), b4 = of("bob", 4), a5 = of("alice", 5), a6 = of("alice", 6)
+        run(width: 1, [
+            ([.start], [.claim(limit: 16, afterChanges: 0)]),
+            ([.claimed([b1, a2, a3, b4, a5], afterChanges: 0)], [.publishChange, .send(b1), .send(a2)]),
+            ([.answered(b1, Self.refused)], [.answerArrived, .handleAlone(b1, Self.refused), .claim(limit: 16, afterChanges: 0), .send(a3)]),
+            // bob is paused: b4 waits, a5 goes when the wire has room.
+            ([.recorded(.accountPaused("bob"), count: 1, batch: false)], [.markProgress]),
+            // A claim that started before the pause, of alice's.
+            ([.claimed([a6], afterChanges: 0)], [.publishChange, .claim(limit: 16, afterChanges: 1)]),
+            ([.answered(a2, Self.ok), .answered(a3, Self.ok)],
+             [.answerArrived, .answerArrived, .record([Self.plain(a2), Self.plain(a3)]), .send(a5), .send(a6)]),
+            ([.claimed([], afterChanges: 1)], []),
+            ([.answered(a5, Self.ok), .answered(a6, Self.ok)], [.answerArrived, .answerArrived]),
+            ([.recorded(nil, count: 2, batch: true)], [.markProgress, .record([Self.plain(a5), Self.plain(a6)]), .claim(limit: 16, afterChanges: 2)]),
+            ([.claimed([], afterChanges: 2)], []),
+            ([.recorded(nil, count: 2, batch: true)], [.markProgress, .claim(limit: 16, afterChanges: 3)]),
+            // The pass is not stopped by the pause, and gives bob's job back unsent.
+            ([.claimed([], afterChanges: 3)], [.finish(stop: nil, unsent: [b4])]),
+        ])
+    }
+
     @Test func unreadableReceipt_isHandledAlone_withoutCountingAsAnAnswer() {
         let unreadable = Drainer.Answer(outcome: .receiptUnreadable(reason: "gone"), tokenGeneration: 0)
         run(width: 1, [
