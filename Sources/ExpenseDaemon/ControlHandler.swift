@@ -63,7 +63,7 @@ final class ControlHandler: Sendable {
         do {
             switch incoming.request.command {
             case .receipt(let ref):
-                let scope = try callers.scope(for: incoming.peer, incoming.request.accounts)
+                let scope = try await callers.scope(for: incoming.peer, incoming.request.accounts).scope
                 let (result, descriptor) = try await receipt(ref: ref, in: scope)
                 logger.info("Receipt handed out (\(result.size) bytes, from \(result.source == .server ? "the server" : "the daemon's copy"))",
                             transactionID: result.transactionID)
