@@ -317,10 +317,15 @@ import Testing
             try db.execute("DROP TRIGGER \(trigger)")
         }
         try db.execute("DROP TABLE listing")
-        try db.execute("DELETE FROM schema_migrations WHERE version = 4")
+        // And the migrations after it, made again on the way up.
+        try db.execute("DROP TABLE expense_sources")
+        try db.execute("DROP TRIGGER receipt_digests_job_gone")
+        try db.execute("DROP TABLE receipt_digests")
+        try db.execute("DROP INDEX jobs_by_account")
+        try db.execute("DELETE FROM schema_migrations WHERE version >= 4")
         #expect(try db.schemaVersion() == 3)
         let store = try Store(stateDirectory: state)
-        #expect(try await store.read { try $0.schemaVersion() } == Schema.migrations.count)
+        #expect(try await store.read { try $0.schemaVersion() } == Schema.migrations.map(\.version).max())
         #expect(try await store.list(ListQuery()).views == expected)
         #expect(try await store.list(ListQuery(sort: .merchant)).views == Self.expected(expected, ListQuery(sort: .merchant)))
         #expect(try await store.list(ListQuery(sort: .amount), in: .account("alice")).views == Self.expected(alices, ListQuery(sort: .amount)))
