@@ -88,7 +88,7 @@ extension Store {
         case .applied(let expense):
             if let expense {
                 if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
-                try Store.upsert(db, expense, account: job.account, now: now)
+                try Store.upsert(db, expense, account: job.account, now: now, ownAnswer: true)
             }
             if job.kind == .receipt { try Store.markReceiptApplied(db, job) }
             FaultPoints.hit("between-upsert-and-job-removal")

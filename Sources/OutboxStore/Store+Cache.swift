@@ -8,7 +8,18 @@ extension Store {
     /// expense, however many responses and refreshes overlap. `account` is
     /// whose it is: the account whose token brought it (the server shows a
     /// user only their own), kept as first stored.
-    static func upsert(_ db: Connection, _ e: CanonicalExpense, account: String, now: Int64) throws {
+    ///
+    /// `ownAnswer`: `e` answers a job of this device's, which accounts for
+    /// one version step (`contract.md`: one per change). Any step beyond
+    /// those is a change made elsewhere, which may have replaced the
+    /// receipt: the digest recorded for the receipt this device uploaded
+    /// no longer vouches for the server's, and goes (the server's
+    /// `Repr-Digest` checks its bytes then).
+    static func upsert(_ db: Connection, _ e: CanonicalExpense, account: String, now: Int64, ownAnswer: Bool) throws {
+        try db.execute("""
+            DELETE FROM receipt_digests WHERE transaction_id = ?1 AND applied = 1
+                AND ?2 > (SELECT version FROM expenses WHERE transaction_id = ?1) + ?3
+            """, [.text(e.transactionID), .integer(Int64(e.version)), .integer(ownAnswer ? 1 : 0)])
         let conflicts = ConflictValues.encode(e.conflicts)
         try db.execute("""
             INSERT INTO expenses (transaction_id, client_id, merchant, amount, currency, date, category, comment, tax_tag,
@@ -36,7 +47,7 @@ extension Store {
         // Deferred: a lost page is fetched again from the older cursor.
         try await database.write(durability: .deferred) { db in
             for expense in expenses {
-                try Store.upsert(db, expense, account: account, now: now)
+                try Store.upsert(db, expense, account: account, now: now, ownAnswer: false)
                 if expense.deleted {
                     // Deleted elsewhere: a change still waiting here cannot apply.
                     // Say so instead of dropping the user's edit silently.

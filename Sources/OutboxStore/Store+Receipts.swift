@@ -20,8 +20,9 @@ public struct ReceiptSource: Sendable, Equatable {
     public let account: String
     public let location: Location
     /// Recorded with the job that brought the bytes; nil for a receipt this
-    /// daemon never took (attached from another device) or took before it
-    /// recorded digests.
+    /// daemon never took (attached from another device), took before it
+    /// recorded digests, or that a change made elsewhere may have replaced
+    /// since (``Store/upsert(_:_:account:now:ownAnswer:)``).
     public let sha256: [UInt8]?
 }
 
