@@ -28,9 +28,12 @@ extension Store {
 
     /// Refuses a change to an expense on its way out.
     static func checkEditable(_ view: ExpenseView) throws {
-        if view.state == .deleting || view.jobs.contains(where: { $0.kind == .delete }) {
-            throw StoreError(.invalidState, "\(view.transactionID) is being deleted")
-        }
+        if isBeingDeleted(view) { throw StoreError(.invalidState, "\(view.transactionID) is being deleted") }
+    }
+
+    /// Whether an expense is on its way out: deleting, or with a delete queued.
+    static func isBeingDeleted(_ view: ExpenseView) -> Bool {
+        view.state == .deleting || view.jobs.contains { $0.kind == .delete }
     }
 
     /// Folds a change of fields into the outbox, inside the caller's

@@ -30,12 +30,6 @@ package enum SourceRecord: Sendable, Equatable {
     }
 }
 
-/// A receipt taken from the spool alone, found by a late sidecar's stem.
-package struct LateSidecarTarget: Sendable, Equatable {
-    package let transactionID: String
-    package let receiptName: FileName
-}
-
 extension Store {
     static func insertSource(_ db: Connection, transactionID: String, _ source: SourceRecord, account: String, now: Int64) throws {
         let kind: String, name: [UInt8], sidecar: SQLValue, dropped: SQLValue
@@ -72,16 +66,18 @@ extension Store {
 
     /// The receipt taken from the spool alone, at `since` or later, whose
     /// stem is `stem`, of `account`, and still an expense that can be
-    /// edited: the newest, when several. Nil when there is none.
-    static func lateSidecarTarget(_ db: Connection, stem: [UInt8], account: String, since: Int64) throws -> LateSidecarTarget? {
+    /// edited: the newest, when several, with its expense's view and the
+    /// receipt's name. Nil when there is none.
+    static func lateSidecarTarget(_ db: Connection, stem: [UInt8], account: String, since: Int64) throws
+        -> (view: ExpenseView, receiptName: FileName)? {
         let candidates = try db.query("""
             SELECT transaction_id, name FROM expense_sources
             WHERE stem = ? AND taken_at >= ? AND account = ? ORDER BY taken_at DESC
             """, [.blob(stem), .integer(since), .text(account)]) { r in (r.string(0), r.blob(1) ?? []) }
         for (transactionID, name) in candidates {
-            guard let view = try Store.view(db, transactionID: transactionID), view.state != .deleting,
-                  !view.jobs.contains(where: { $0.kind == .delete }), let receiptName = FileName(bytes: name) else { continue }
-            return LateSidecarTarget(transactionID: transactionID, receiptName: receiptName)
+            guard let view = try Store.view(db, transactionID: transactionID), !Store.isBeingDeleted(view),
+                  let receiptName = FileName(bytes: name) else { continue }
+            return (view, receiptName)
         }
         return nil
     }
@@ -111,9 +107,8 @@ extension Store {
     package func enqueueLateSidecar(fields: ExpenseFields, sidecarName: FileName, account: String, since: Int64,
                                     files: [SpoolIntakeRecord], now: Int64) async throws -> LateSidecarOutcome {
         try await database.write { db in
-            guard let target = try Store.lateSidecarTarget(db, stem: sidecarName.stem, account: account, since: since),
-                  let view = try Store.view(db, transactionID: target.transactionID) else { return .noReceipt }
-            let transactionID = target.transactionID
+            guard let target = try Store.lateSidecarTarget(db, stem: sidecarName.stem, account: account, since: since) else { return .noReceipt }
+            let view = target.view, transactionID = target.view.transactionID
             let given = ExpenseFields.names.filter { fields[$0] != nil }
             let filled = given.filter { view.fields[$0] == nil }
             let kept = given.filter { view.fields[$0] != nil }

@@ -43,6 +43,15 @@ import Testing
         let deleted = try await takeReceipt(store, "d.jpg")
         _ = try await store.delete(ref: deleted, now: 1500)
         #expect(try await late(store, "d.json") == .noReceipt, "an expense no longer there")
+        // One the server has, with its delete queued: still there, on its way out.
+        let leaving = try await takeReceipt(store, "e.jpg")
+        let create = try #require(try await store.claim(limit: 10, now: 1100).first { $0.transactionID == leaving })
+        let synced = CanonicalExpense(transactionID: leaving, clientID: create.uuid, version: 1,
+                                      createdAt: "2026-06-01T09:00:00.000Z", updatedAt: "2026-06-01T09:00:00.000Z")
+        _ = try await store.complete([(create, .applied(synced), false)], now: 1200)
+        _ = try await store.delete(ref: leaving, now: 1500)
+        #expect(try await store.view(ref: leaving).state == .deleting)
+        #expect(try await late(store, "e.json") == .noReceipt, "an expense being deleted")
         guard case .edited = try await late(store, "a.json", account: "alice", since: 1000) else {
             Issue.record("alice's own receipt, within the window, is found")
             return
