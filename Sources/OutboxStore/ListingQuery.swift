@@ -48,9 +48,10 @@ struct ListingQuery {
         return "?\(values.count)"
     }
 
-    /// The WHERE clause of one half.
-    private func whereClause(_ half: String) -> String {
-        "WHERE " + ([half] + conditions).joined(separator: " AND ")
+    /// The WHERE clause of one half, or of both (nil). Never empty: the
+    /// account scope is always the first condition.
+    private func whereClause(_ half: String?) -> String {
+        "WHERE " + ([half].compactMap { $0 } + conditions).joined(separator: " AND ")
     }
 
     private var sortKey: String {
@@ -104,7 +105,7 @@ struct ListingQuery {
             SELECT CASE WHEN amount IS NOT NULL THEN currency END AS priced, amount_digits, count(*), sum(amount_units), sum(amount_fraction),
                    sum(state != 'synced'), sum(CASE WHEN state != 'synced' THEN amount_units ELSE 0 END),
                    sum(CASE WHEN state != 'synced' THEN amount_fraction ELSE 0 END)
-            FROM listing \(halves.count == 1 ? whereClause(halves[0]) : conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+            FROM listing \(whereClause(halves.count == 1 ? halves[0] : nil))
             GROUP BY priced, amount_digits
             """, values)
     }
