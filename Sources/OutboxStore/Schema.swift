@@ -3,10 +3,6 @@ import SQLite
 /// The store's schema history. Each migration is applied in the
 /// transaction that records it; never edit one that has shipped.
 enum Schema {
-    /// The migration that adds `expense_sources`: the next after the last
-    /// one, and the one number to change if another lands first.
-    static let sourcesVersion = 5
-
     static let migrations: [Migration] = [
         Migration(version: 1, sql: """
             -- "EXPD": marks the file as an expensed database, in the same
@@ -167,7 +163,7 @@ enum Schema {
             """),
         // `list` in SQL: the listing index and the triggers that keep it.
         Migration(version: 4, sql: ListingSchema.migration),
-        Migration(version: Schema.sourcesVersion, sql: """
+        Migration(version: 5, sql: """
             -- Where each expense came from, written in the transaction that
             -- queues it and kept after it syncs (the cache is the server's;
             -- this is the device's own knowledge). kind 'spool': name is the
@@ -188,7 +184,7 @@ enum Schema {
             );
             CREATE INDEX expense_sources_by_stem ON expense_sources (stem, taken_at) WHERE stem IS NOT NULL;
             """),
-        Migration(version: receiptDigestsVersion, sql: """
+        Migration(version: 6, sql: """
             -- The SHA-256 of every receipt the daemon took, recorded in the
             -- transaction that queues its upload, so `receipt` can check the
             -- bytes it hands out: the daemon's copy while it waits, the
@@ -218,8 +214,4 @@ enum Schema {
             CREATE INDEX jobs_by_account ON jobs (account, seq);
             """),
     ]
-
-    /// The migration that adds `receipt_digests`: numbered after the last
-    /// one shipped; the one place to change should another come first.
-    static let receiptDigestsVersion = 6
 }
