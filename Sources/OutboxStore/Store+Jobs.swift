@@ -93,29 +93,12 @@ extension Store {
     /// device's before), so the order holds while expenses sync.
     public func views(in scope: AccountScope = .all) async throws -> [ExpenseView] {
         try await database.read { db in
-            let cached = try Store.cachedExpenses(db, where: Store.inScope(1), [scope.sqlValue])
-            let sources = try Store.sources(db, where: Store.inScope(1), [scope.sqlValue])
-            var jobs: [String: [PendingJob]] = [:]
-            for (transactionID, job) in try Store.pendingJobs(db, where: Store.inScope(1), [scope.sqlValue]) {
-                jobs[transactionID, default: []].append(job)
+            let views = try Store.views(db, where: Store.inScope(1), [scope.sqlValue])
+            func added(_ view: ExpenseView) -> Int64 {
+                if let createdAt = view.createdAt { return Timestamp.parse(createdAt) ?? 0 }
+                return view.jobs.first { $0.kind == .create }?.createdMilliseconds ?? 0
             }
-            var keyed: [(Int64, String, ExpenseView)] = []
-            var shown: Set<String> = []
-            for expense in cached {
-                shown.insert(expense.transactionID)
-                if var view = ExpenseView.fold(cached: expense, jobs: jobs[expense.transactionID] ?? [], transactionID: expense.transactionID) {
-                    view.source = sources[expense.transactionID]
-                    keyed.append((Timestamp.parse(expense.createdAt) ?? 0, expense.transactionID, view))
-                }
-            }
-            for (transactionID, pending) in jobs where !shown.contains(transactionID) {
-                if var view = ExpenseView.fold(cached: nil, jobs: pending, transactionID: transactionID) {
-                    view.source = sources[transactionID]
-                    let created = pending.first { $0.kind == .create }?.createdMilliseconds ?? 0
-                    keyed.append((created, transactionID, view))
-                }
-            }
-            return keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
+            return views.values.sorted { (added($0), $0.transactionID) < (added($1), $1.transactionID) }
         }
     }
 
@@ -132,11 +115,29 @@ extension Store {
     }
 
     static func view(_ db: Connection, transactionID: String, keepingTombstone: Bool = false) throws -> ExpenseView? {
-        let cached = try cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first
-        let jobs = try pendingJobs(db, where: "transaction_id = ?", [.text(transactionID)]).map(\.1)
-        var view = ExpenseView.fold(cached: cached, jobs: jobs, transactionID: transactionID, keepingTombstone: keepingTombstone)
-        view?.source = try sources(db, where: "transaction_id = ?", [.text(transactionID)])[transactionID]
-        return view
+        try views(db, where: "transaction_id = ?", [.text(transactionID)], keepingTombstone: keepingTombstone)[transactionID]
+    }
+
+    /// The views of the expenses `condition` selects (in `expenses`,
+    /// `jobs` and `expense_sources` alike), by transaction id: the cache
+    /// row, the pending jobs folded on top, and where each came from, in
+    /// three queries whatever their number. An expense with nothing to
+    /// show is left out.
+    static func views(_ db: Connection, where condition: String, _ values: [SQLValue],
+                      keepingTombstone: Bool = false) throws -> [String: ExpenseView] {
+        var cached: [String: CanonicalExpense] = [:]
+        for expense in try cachedExpenses(db, where: condition, values) { cached[expense.transactionID] = expense }
+        var jobs: [String: [PendingJob]] = [:]
+        for (transactionID, job) in try pendingJobs(db, where: condition, values) { jobs[transactionID, default: []].append(job) }
+        let sources = try sources(db, where: condition, values)
+        var views: [String: ExpenseView] = [:]
+        for transactionID in Set(cached.keys).union(jobs.keys) {
+            guard var view = ExpenseView.fold(cached: cached[transactionID], jobs: jobs[transactionID] ?? [], transactionID: transactionID,
+                                              keepingTombstone: keepingTombstone) else { continue }
+            view.source = sources[transactionID]
+            views[transactionID] = view
+        }
+        return views
     }
 
     /// The view of an expense a change is about to touch. One the server

@@ -47,22 +47,12 @@ extension Store {
         ListingQuery(query, in: scope).page
     }
 
-    /// The views of `transactionIDs`, in that order, in three queries
-    /// whatever their number, with where each came from; an id with nothing to show is left out.
+    /// The views of `transactionIDs`, in that order; an id with nothing to show is left out.
     static func views(_ db: Connection, transactionIDs ids: [String]) throws -> [ExpenseView] {
         guard !ids.isEmpty else { return [] }
         let idList = SQLValue.text(JSONValue.array(ids.map(JSONValue.string)).serialized())
-        let among = "transaction_id IN (SELECT value FROM json_each(?))"
-        var cached: [String: CanonicalExpense] = [:]
-        for expense in try cachedExpenses(db, where: among, [idList]) { cached[expense.transactionID] = expense }
-        var jobs: [String: [PendingJob]] = [:]
-        for (transactionID, job) in try pendingJobs(db, where: among, [idList]) { jobs[transactionID, default: []].append(job) }
-        let sources = try Store.sources(db, where: among, [idList])
-        return ids.compactMap { id in
-            var view = ExpenseView.fold(cached: cached[id], jobs: jobs[id] ?? [], transactionID: id)
-            view?.source = sources[id]
-            return view
-        }
+        let views = try Store.views(db, where: "transaction_id IN (SELECT value FROM json_each(?))", [idList])
+        return ids.compactMap { views[$0] }
     }
 
     private static func totals(_ db: Connection, _ listing: ListingQuery) throws -> ([ListTotal], Int) {
