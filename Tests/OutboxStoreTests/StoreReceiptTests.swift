@@ -121,4 +121,30 @@ import Testing
         _ = try await store.delete(ref: other.transactionID, now: 7)
         #expect(try await digestRows(store) == 1)
     }
+
+    @Test func aNewerFile_landsAfterTheUploadOnItsWay_andSupersedesItWhenThatNeedsAttention() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let (id, _) = try await uploaded(store, dir)
+        _ = try await store.attachReceipt(ref: id, try stage(SampleReceipt.jpeg(seed: 4), store, dir), fields: ExpenseFields(), now: 4)
+        let older = try #require(try await store.claim(limit: 10, now: 5).first)
+        let newest = SampleReceipt.jpeg(seed: 5)
+        _ = try await store.attachReceipt(ref: id, try stage(newest, store, dir), fields: ExpenseFields(), now: 6)
+        #expect(try await store.claim(limit: 10, now: 7).isEmpty, "one job of an expense in flight at a time")
+        // Rejected once, it backs off: the newer file waits for it rather than overtake it.
+        let retry = JobUpdate.retry(nextAttemptAt: 100, attempts: 1, transientAttempts: 0, error: "503", errorClass: "server")
+        for result in try await store.complete([(older, retry, false)], now: 8) { _ = try result.get() }
+        #expect(try await store.claim(limit: 10, now: 9).isEmpty, "the newer file lands last")
+        let again = try await store.claim(limit: 10, now: 100)
+        #expect(again.map(\.uuid) == [older.uuid])
+        // It needs attention now: the newer one no longer waits for it.
+        try await store.markNeedsAttention(again[0], error: "its file is gone")
+        let next = try await store.claim(limit: 10, now: 101)
+        #expect(next.count == 1 && next.first?.uuid != older.uuid)
+        let results = try await store.complete(next.map { ($0, JobUpdate.applied(canonical(id, version: 3)), false) }, now: 102)
+        for result in results { _ = try result.get() }
+        #expect(try await store.view(ref: id).jobs.isEmpty, "the superseded upload went with the newer one's answer: no retry puts it back")
+        #expect(try await store.receiptSource(ref: id).sha256 == SHA256.hash(newest))
+        #expect(try await digestRows(store) == 1)
+    }
 }
