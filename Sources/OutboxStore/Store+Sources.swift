@@ -12,13 +12,17 @@ package enum SourceRecord: Sendable, Equatable {
     /// The receipt path given to `expensectl add`.
     case file(path: String)
 
-    /// As `show` and the log show it.
+    /// As `show` and the log show it: as read back from its row.
     package var shown: ExpenseSource {
+        let row = columns
+        return Store.source(kind: row.kind, name: row.name, sidecar: row.sidecar, dropped: row.dropped)
+    }
+
+    /// Its columns in `expense_sources`.
+    var columns: (kind: String, name: [UInt8], sidecar: [UInt8]?, dropped: Int64?) {
         switch self {
-        case .spool(let name, let sidecar, let dropped):
-            Store.source(kind: "spool", name: name.bytes, sidecar: sidecar?.bytes, dropped: dropped)
-        case .file(let path):
-            Store.source(kind: "file", name: Array(path.utf8), sidecar: nil, dropped: nil)
+        case .spool(let name, let sidecar, let dropped): ("spool", name.bytes, sidecar?.bytes, dropped)
+        case .file(let path): ("file", Array(path.utf8), nil, nil)
         }
     }
 
@@ -32,19 +36,12 @@ package enum SourceRecord: Sendable, Equatable {
 
 extension Store {
     static func insertSource(_ db: Connection, transactionID: String, _ source: SourceRecord, account: String, now: Int64) throws {
-        let kind: String, name: [UInt8], sidecar: SQLValue, dropped: SQLValue
-        switch source {
-        case .spool(let file, let sidecarName, let droppedMilliseconds):
-            (kind, name, dropped) = ("spool", file.bytes, .integer(droppedMilliseconds))
-            sidecar = sidecarName.map { .blob($0.bytes) } ?? .null
-        case .file(let path):
-            (kind, name, sidecar, dropped) = ("file", Array(path.utf8), .null, .null)
-        }
+        let row = source.columns
         try db.execute("""
             INSERT OR IGNORE INTO expense_sources (transaction_id, kind, name, sidecar, dropped_at, stem, account, taken_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(transactionID), .text(kind), .blob(name), sidecar, dropped, source.stem.map(SQLValue.blob) ?? .null,
-                  .text(account), .integer(now)])
+            """, [.text(transactionID), .text(row.kind), .blob(row.name), row.sidecar.map(SQLValue.blob) ?? .null,
+                  row.dropped.map(SQLValue.integer) ?? .null, source.stem.map(SQLValue.blob) ?? .null, .text(account), .integer(now)])
     }
 
     /// The sources of the expenses `condition` selects in `expense_sources`, by transaction id.
