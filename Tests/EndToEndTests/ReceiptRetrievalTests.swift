@@ -65,6 +65,45 @@ import Testing
         #expect(try Self.receiptToStandardOutput(sync.daemon, String(id.prefix(12))).bytes == Self.jpeg)
     }
 
+    /// The descriptors the daemon holds open now (`/proc/PID/fd`).
+    static func openDescriptors(_ pid: Int32) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+    }
+
+    @Test func receipt_handsOutEachDescriptorOnce_andKeepsNone_evenWhenTheClientLeavesFirst() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.addWithReceipt(sync.daemon)
+        let out = sync.daemon.directory.at("out.jpg")
+        // Once first: whatever the first request sets up stays, and is no leak.
+        #expect(try sync.daemon.ctl(["receipt", id, "-o", out]).status == 0)
+        let pid = try sync.daemon.daemonPID()
+        // (The connection that asked the pid may still count here: a slack of one, against 21 descriptors handed out.)
+        let before = try Self.openDescriptors(pid)
+
+        for _ in 0..<10 {
+            #expect(try sync.daemon.ctl(["receipt", id, "-o", out]).status == 0)
+        }
+        // Clients that ask and leave without reading the answer (or its descriptor).
+        for n in 0..<10 {
+            let client = try RawClient(path: sync.daemon.socketPath)
+            try client.send("{\"id\":\(n),\"op\":\"receipt\",\"ref\":\"\(id)\"}\n")
+        }
+        // And one that reads the answer but never takes the descriptor out of it.
+        do {
+            let reader = try RawClient(path: sync.daemon.socketPath)
+            try reader.send("{\"id\":1,\"op\":\"receipt\",\"ref\":\"\(id)\"}\n")
+            #expect(try reader.readJSONLine()["result"]?["sha256"] == .string(Hex.encode(SHA256.hash(Self.jpeg))))
+        }
+        #expect(Self.bytes(out) == Self.jpeg)
+
+        // The connections close as the daemon notices; every descriptor it handed out closes with them.
+        try waitUntil(timeout: 20, "the daemon to hold no more descriptors than before") {
+            try Self.openDescriptors(pid) <= before
+        }
+    }
+
     @Test func receipt_afterSync_comesFromTheServer_byteIdentical_withTheAccountsToken() throws {
         let sync = try SyncHarness()
         try sync.daemon.start()
