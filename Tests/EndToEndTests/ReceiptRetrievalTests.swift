@@ -126,6 +126,53 @@ import Testing
         #expect(sync.daemon.receiptFiles().isEmpty)
     }
 
+    @Test func receipt_whoseTokenTheServerRefuses_saysSo_andNoTokenIsShownOrLogged() throws {
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let id = try Self.addWithReceipt(sync.daemon)
+        try sync.waitUntilDrained()
+        try sync.daemon.waitUntilNoReceiptFiles()
+        let out = sync.daemon.directory.at("refused.jpg")
+        let fetched = try sync.daemon.ctl(["receipt", id, "-o", out])
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+
+        let wrong = "not-the-token-5f0e27"
+        sync.writeToken(wrong)
+        // The token file is looked at again within a second: until then the old token fetches it.
+        var refused = fetched
+        try waitUntil(timeout: 20, "the fetch to go with the new token") {
+            try? FileManager.default.removeItem(atPath: out)
+            refused = try sync.daemon.ctl(["receipt", id, "-o", out])
+            return refused.status != 0
+        }
+        #expect(refused.status == 69, "\(refused.stderr)")
+        #expect(refused.stderr.contains("the server did not give the receipt of \(id): the server answered 401 (credentials refused)"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        for (what, text) in [("stderr", refused.stderr), ("stdout", refused.stdout + fetched.stdout + fetched.stderr), ("the daemon's log", sync.daemon.log)] {
+            #expect(!text.contains(wrong) && !text.contains(sync.token), "no token in \(what)")
+        }
+    }
+
+    @Test func receipt_onTheServerLargerThanReceiptMaxBytes_isRefused_andWritesNothing() throws {
+        let sync = try SyncHarness()
+        try sync.daemon.start()
+        let id = try Self.addWithReceipt(sync.daemon)
+        try sync.waitUntilDrained()
+        try sync.daemon.waitUntilNoReceiptFiles()
+        sync.daemon.stop()
+        // The receipt (300 000 bytes) was taken under the default limit; read back under a smaller one.
+        sync.daemon.arguments += ["--receipt-max-bytes", "100000"]
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+
+        let out = sync.daemon.directory.at("too-large.jpg")
+        let result = try sync.daemon.ctl(["receipt", id, "-o", out])
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("the receipt is larger than receipt_max_bytes (100000 bytes)"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
+
     @Test func receipt_ofADamagedLocalCopy_namesTheDigestMismatch_andWritesNothing() throws {
         let sync = try SyncHarness(startServer: false)
         try sync.daemon.start()
