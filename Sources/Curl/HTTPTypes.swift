@@ -89,4 +89,9 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// The request did not finish within its timeout.
     public var isTimeout: Bool { code == 28 }
+
+    /// The response body passed ``HTTPRequest/maxResponseBytes`` and was
+    /// cut (`CURLE_WRITE_ERROR`: the write callback refuses past the limit,
+    /// and refuses nothing else).
+    public var isResponseTooLarge: Bool { code == 23 }
 }

@@ -142,8 +142,7 @@ public final class ExpenseServerBackend: SyncBackend {
         request.caFile = settings.caFile
         request.maxResponseBytes = settings.receiptMaxBytes
         let result = await client.send(request)
-        // CURLE_WRITE_ERROR: the body passed the limit and was cut.
-        if case .failure(let error) = result, error.code == 23 {
+        if case .failure(let error) = result, error.isResponseTooLarge {
             return .refused(reason: "the receipt is larger than receipt_max_bytes (\(settings.receiptMaxBytes) bytes)")
         }
         return Self.receipt(from: result)
