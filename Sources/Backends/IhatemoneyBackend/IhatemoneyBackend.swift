@@ -152,47 +152,52 @@ public final class IhatemoneyBackend: SyncBackend {
     /// PUTs the bill as it is now with the edit's fields over it: payer and
     /// owers stay what ihatemoney holds (someone may have changed them there).
     func edit(_ job: OutboxJob, auth: [(String, String)]) async -> SyncOutcome {
-        let bill: IhatemoneyBill
-        switch await find(job.transactionID, auth: auth) {
-        case .failure(let box): return box.outcome
-        case .success(let found): bill = found
-        }
-        guard let marker = bill.marker else { preconditionFailure("found by its marker") }
-        let current = bill.expense(marker: marker, receiptURL: nil)
-        var fields = ExpenseFields(merchant: current.merchant, amount: current.amount, currency: current.currency, date: current.date,
-                                   comment: current.comment).merging(job.fields)
-        if fields.date == nil { fields.date = bill.date }
-        let form = IhatemoneyForm.bill(fields: fields, payer: bill.payerID, owers: bill.owerIDs, link: marker.link, fallbackDate: Substring(bill.date))
-        let result = await client.send(request("PUT", "/bills/\(bill.id)", auth: auth, form: form))
-        return Self.outcome(ofWrite: result) { _ in
-            var expense = current
-            expense.merchant = fields.merchant
-            expense.amount = fields.amount
-            expense.currency = fields.currency
-            expense.date = fields.date
-            expense.comment = fields.comment
-            expense.receiptURL = kept.url(for: job.transactionID)
-            expense.updatedAt = Timestamp.format(milliseconds: Clock.wallMilliseconds)
-            return (expense, "200 bill \(bill.id)")
+        await withFoundBill(job, auth: auth) { bill, marker in
+            let current = bill.expense(marker: marker, receiptURL: nil)
+            var fields = ExpenseFields(merchant: current.merchant, amount: current.amount, currency: current.currency, date: current.date,
+                                       comment: current.comment).merging(job.fields)
+            if fields.date == nil { fields.date = bill.date }
+            let form = IhatemoneyForm.bill(fields: fields, payer: bill.payerID, owers: bill.owerIDs, link: marker.link, fallbackDate: Substring(bill.date))
+            let result = await client.send(request("PUT", "/bills/\(bill.id)", auth: auth, form: form))
+            return Self.outcome(ofWrite: result) { _ in
+                var expense = current
+                expense.merchant = fields.merchant
+                expense.amount = fields.amount
+                expense.currency = fields.currency
+                expense.date = fields.date
+                expense.comment = fields.comment
+                expense.receiptURL = kept.url(for: job.transactionID)
+                expense.updatedAt = Timestamp.format(milliseconds: Clock.wallMilliseconds)
+                return (expense, "200 bill \(bill.id)")
+            }
         }
     }
 
     /// DELETEs the bill; a bill already gone is a delete done.
     func delete(_ job: OutboxJob, auth: [(String, String)]) async -> SyncOutcome {
-        let bill: IhatemoneyBill
+        await withFoundBill(job, auth: auth) { bill, marker in
+            let result = await client.send(request("DELETE", "/bills/\(bill.id)", auth: auth))
+            if case .success(let response) = result, response.status == 404 {
+                return .failed(SyncFailure(.gone, summary: "404 bill \(bill.id) is no longer in ihatemoney"))
+            }
+            return Self.outcome(ofWrite: result) { _ in
+                var tombstone = bill.expense(marker: marker, receiptURL: kept.url(for: job.transactionID))
+                tombstone.deleted = true
+                return (tombstone, "200 bill \(bill.id) deleted")
+            }
+        }
+    }
+
+    /// `body` with the bill carrying `job`'s marker and that marker; what
+    /// finding it came to (`.gone` when no bill carries it) otherwise.
+    private func withFoundBill(_ job: OutboxJob, auth: [(String, String)],
+                               _ body: (IhatemoneyBill, IhatemoneyMarker) async -> SyncOutcome) async -> SyncOutcome {
         switch await find(job.transactionID, auth: auth) {
-        case .failure(let box): return box.outcome
-        case .success(let found): bill = found
-        }
-        guard let marker = bill.marker else { preconditionFailure("found by its marker") }
-        let result = await client.send(request("DELETE", "/bills/\(bill.id)", auth: auth))
-        if case .success(let response) = result, response.status == 404 {
-            return .failed(SyncFailure(.gone, summary: "404 bill \(bill.id) is no longer in ihatemoney"))
-        }
-        return Self.outcome(ofWrite: result) { _ in
-            var tombstone = bill.expense(marker: marker, receiptURL: kept.url(for: job.transactionID))
-            tombstone.deleted = true
-            return (tombstone, "200 bill \(bill.id) deleted")
+        case .failure(let box):
+            return box.outcome
+        case .success(let bill):
+            guard let marker = bill.marker else { preconditionFailure("found by its marker") }
+            return await body(bill, marker)
         }
     }
 
