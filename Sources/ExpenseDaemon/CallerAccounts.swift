@@ -36,8 +36,10 @@ struct CallerAccounts: Sendable {
         return "there is no token file \(file), and no token_file for callers without one; put the user's token in \(file) (mode 600, owned by expensed's user), or set token_file"
     }
 
-    /// The account of `uid`, or nil with why not ("uid 1003 ('carol') has no account: …").
-    func account(ofUID uid: UInt32) -> (account: String?, reason: String) { resolve(uid).ofCaller }
+    /// Why a caller resolved to no account has none ("uid 1003 ('carol') has no account: …").
+    func reason(forCaller found: Resolution) -> String {
+        found.problem.map { "\(found.who) has no account now: \($0)" } ?? "\(found.who) has no account: \(missingAccount(name: found.who.name))"
+    }
 
     /// A spool file's owner's account, or nil with the reason its rejection
     /// gives ("is owned by " comes before it).
@@ -54,19 +56,12 @@ struct CallerAccounts: Sendable {
         let account: String?
         let who: Who
         let problem: String?
-        /// The account, or nil with why, as a caller is told.
-        let ofCaller: (account: String?, reason: String)
-    }
-
-    private func resolution(_ account: String?, _ who: Who, problem: String?) -> Resolution {
-        Resolution(account: account, who: who, problem: problem,
-                   ofCaller: (account, problem.map { "\(who) has no account now: \($0)" } ?? "\(who) has no account: \(missingAccount(name: who.name))"))
     }
 
     /// The resolution of `uid` known without asking anyone (the cache, or
     /// the single-account setup, which has no user database to ask).
     private func knownResolution(_ uid: UInt32) -> Resolution? {
-        guard let cache else { return resolution(AccountName.defaultName, Who(uid: uid, name: nil), problem: nil) }
+        guard let cache else { return Resolution(account: AccountName.defaultName, who: Who(uid: uid, name: nil), problem: nil) }
         return cache.value(ofUID: uid)
     }
 
@@ -88,13 +83,13 @@ struct CallerAccounts: Sendable {
         case .name(let found): name = found
         case .none: name = nil
         case .failed(let code):
-            return resolution(nil, Who(uid: uid, name: nil), problem: "the user database could not be asked (\(SystemCallError(call: "getpwuid_r", errno: code)))")
+            return Resolution(account: nil, who: Who(uid: uid, name: nil), problem: "the user database could not be asked (\(SystemCallError(call: "getpwuid_r", errno: code)))")
         }
         let who = Who(uid: uid, name: name)
         do {
-            return resolution(try tokens.account(ofUser: name), who, problem: nil)
+            return Resolution(account: try tokens.account(ofUser: name), who: who, problem: nil)
         } catch {
-            return resolution(nil, who, problem: error.description)
+            return Resolution(account: nil, who: who, problem: error.description)
         }
     }
 
@@ -159,7 +154,7 @@ struct CallerAccounts: Sendable {
         case .caller:
             if let account = own.account { return (.account(account), own) }
             if admin { return (.all, own) }
-            throw ControlFailure(.noAccount, own.ofCaller.reason)
+            throw ControlFailure(.noAccount, reason(forCaller: own))
         case .account(let name):
             guard name == own.account || admin else {
                 throw ControlFailure(.permissionDenied, "only root\(adminGroupName.map { " and members of admin_group '\($0)'" } ?? "") may act on another account (--account, --all-accounts)")

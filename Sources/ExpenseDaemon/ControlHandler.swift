@@ -154,7 +154,7 @@ final class ControlHandler: Sendable {
         case .all where incoming.request.accounts == .all:
             throw ControlFailure(.invalidField, "an expense is added to one account: name it with account, not all_accounts", field: "all_accounts")
         case .all:
-            throw ControlFailure(.noAccount, found.own.ofCaller.reason + "; or name the account to add to (--account NAME)")
+            throw ControlFailure(.noAccount, callers.reason(forCaller: found.own) + "; or name the account to add to (--account NAME)")
         }
     }
 
