@@ -87,7 +87,7 @@ import Testing
         let h = try AccountHarness(withoutAccount: ["carol"])
         defer { h.users.remove() }
         let entered = h.directory.at("getpwuid-entered"), release = h.directory.at("getpwuid-release")
-        h.daemon.environment["LD_PRELOAD"] = try Self.slowGetpwuid(in: h.directory.path)
+        h.daemon.environment["LD_PRELOAD"] = try Shim.slowGetpwuid(in: h.directory.path)
         h.daemon.environment["SLOW_GETPWUID_UID"] = "\(h.users.uid("carol"))"
         h.daemon.environment["SLOW_GETPWUID_ENTERED"] = entered
         h.daemon.environment["SLOW_GETPWUID_RELEASE"] = release
@@ -106,14 +106,5 @@ import Testing
         _ = FileManager.default.createFile(atPath: release, contents: Data())
         #expect(carol.waitForExit(timeout: 30) == 77, "answered once the user database answers: no account. \(carol.standardError)")
         #expect(carol.standardError.contains("has no account"), "\(carol.standardError)")
-    }
-
-    /// The LD_PRELOAD shim of Tests/Shims/slow-getpwuid.c, built with `cc` into `directory`.
-    static func slowGetpwuid(in directory: String) throws -> String {
-        let output = "\(directory)/slow-getpwuid.so"
-        let source = "\(BuiltProducts.packageRoot)/Tests/Shims/slow-getpwuid.c"
-        let result = try runCommand("/usr/bin/cc", ["-shared", "-fPIC", "-Wall", "-Werror", "-o", output, source, "-ldl"])
-        guard result.status == 0 else { throw TestFailure("cc \(source) failed: \(result.stderr)") }
-        return output
     }
 }

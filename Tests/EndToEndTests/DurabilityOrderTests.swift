@@ -188,15 +188,3 @@ import Testing
         return paths
     }
 }
-
-/// The LD_PRELOAD shim of Tests/Shims/skip-fsync.c.
-enum Shim {
-    /// Builds the shim into `directory` with `cc`; returns the library's path.
-    static func skipFsync(in directory: String) throws -> String {
-        let output = "\(directory)/skip-fsync.so"
-        let source = "\(BuiltProducts.packageRoot)/Tests/Shims/skip-fsync.c"
-        let result = try runCommand("/usr/bin/cc", ["-shared", "-fPIC", "-Wall", "-Werror", "-o", output, source, "-ldl"])
-        guard result.status == 0 else { throw TestFailure("cc \(source) failed: \(result.stderr)") }
-        return output
-    }
-}
