@@ -20,6 +20,15 @@ import Testing
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Adds as ``addWithReceipt(_:_:name:)`` and waits until the receipt is
+    /// on the server and the daemon's copy gone: `receipt` then fetches it.
+    static func addSynced(_ sync: SyncHarness, _ bytes: [UInt8] = jpeg, name: String = "scan.jpg") throws -> String {
+        let id = try addWithReceipt(sync.daemon, bytes, name: name)
+        try sync.waitUntilDrained()
+        try sync.daemon.waitUntilNoReceiptFiles()
+        return id
+    }
+
     /// Runs `expensectl receipt` with its standard output in a file, and
     /// returns the status, that file's bytes, and standard error.
     static func receiptToStandardOutput(_ daemon: DaemonHarness, _ id: String) throws -> (status: Int32, bytes: [UInt8], stderr: String) {
@@ -109,9 +118,7 @@ import Testing
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let png = SampleReceipt.png(size: 120_000)
-        let id = try Self.addWithReceipt(sync.daemon, png, name: "scan.png")
-        try sync.waitUntilDrained()
-        try sync.daemon.waitUntilNoReceiptFiles()
+        let id = try Self.addSynced(sync, png, name: "scan.png")
 
         let out = sync.daemon.directory.at("from-server.png")
         let json = try sync.daemon.ctlJSON(["receipt", id, "--output", out])
@@ -130,9 +137,7 @@ import Testing
         let sync = try SyncHarness()
         try sync.daemon.start()
         defer { sync.daemon.stop() }
-        let id = try Self.addWithReceipt(sync.daemon)
-        try sync.waitUntilDrained()
-        try sync.daemon.waitUntilNoReceiptFiles()
+        let id = try Self.addSynced(sync)
         let out = sync.daemon.directory.at("refused.jpg")
         let fetched = try sync.daemon.ctl(["receipt", id, "-o", out])
         #expect(fetched.status == 0, "\(fetched.stderr)")
@@ -157,9 +162,7 @@ import Testing
     @Test func receipt_onTheServerLargerThanReceiptMaxBytes_isRefused_andWritesNothing() throws {
         let sync = try SyncHarness()
         try sync.daemon.start()
-        let id = try Self.addWithReceipt(sync.daemon)
-        try sync.waitUntilDrained()
-        try sync.daemon.waitUntilNoReceiptFiles()
+        let id = try Self.addSynced(sync)
         sync.daemon.stop()
         // The receipt (300 000 bytes) was taken under the default limit; read back under a smaller one.
         sync.daemon.arguments += ["--receipt-max-bytes", "100000"]
@@ -226,9 +229,7 @@ import Testing
         let sync = try SyncHarness()
         try sync.daemon.start()
         defer { sync.daemon.stop() }
-        let id = try Self.addWithReceipt(sync.daemon)
-        try sync.waitUntilDrained()
-        try sync.daemon.waitUntilNoReceiptFiles()
+        let id = try Self.addSynced(sync)
         sync.stopServer()
 
         let out = sync.daemon.directory.at("never.jpg")
@@ -248,9 +249,7 @@ import Testing
         let sync = try SyncHarness()
         try sync.daemon.start()
         defer { sync.daemon.stop() }
-        let id = try Self.addWithReceipt(sync.daemon)
-        try sync.waitUntilDrained()
-        try sync.daemon.waitUntilNoReceiptFiles()
+        let id = try Self.addSynced(sync)
         // The server's stored file damaged on its disk; the server still
         // sends the digest it recorded, and the daemon's record says the same.
         let db = try Connection(path: "\(sync.serverData)/expense-server.db", readOnly: true)
