@@ -4,7 +4,7 @@ import Synchronization
 /// What earlier requests learnt of callers, so that the control socket's
 /// thread need not ask the user database (`getpwuid_r(3)`, which a slow
 /// name service can stall) nor look in `accounts_dir` for each request:
-/// the account of each uid, and whether a named account exists.
+/// the account of each uid.
 ///
 /// Everything is forgotten when `accounts_dir` changes (a file made,
 /// removed or renamed there): an inotify watch read without waiting at
@@ -22,7 +22,6 @@ final class AccountLookupCache<Value: Sendable>: Sendable {
 
     private struct State {
         var uids: [UInt32: Entry] = [:]
-        var names: [String: (exists: Bool, at: UInt64)] = [:]
         /// Counts the changes seen: a lookup that started before one may
         /// have seen the directory as it was, and is not kept.
         var generation = 0
@@ -59,28 +58,11 @@ final class AccountLookupCache<Value: Sendable>: Sendable {
         }
     }
 
-    /// Whether account `name` exists, if known and fresh.
-    func exists(_ name: String) -> Bool? {
-        state.withLock { state in
-            forgetIfChanged(&state)
-            guard let entry = state.names[name], Clock.monotonicNanoseconds - entry.at < Self.lifetimeNanoseconds else { return nil }
-            return entry.exists
-        }
-    }
-
     func remember(_ value: Value, uid: UInt32, generation: Int) {
         state.withLock { state in
             forgetIfChanged(&state)
             guard state.watching, state.generation == generation else { return }
             state.uids[uid] = Entry(value: value, at: Clock.monotonicNanoseconds)
-        }
-    }
-
-    func remember(exists: Bool, name: String, generation: Int) {
-        state.withLock { state in
-            forgetIfChanged(&state)
-            guard state.watching, state.generation == generation else { return }
-            state.names[name] = (exists, Clock.monotonicNanoseconds)
         }
     }
 
@@ -98,7 +80,6 @@ final class AccountLookupCache<Value: Sendable>: Sendable {
         guard !events.isEmpty || !state.watching else { return }
         if events.contains(where: { !$0.mask.isDisjoint(with: [.ignored, .deleteSelf, .moveSelf, .unmount]) }) { state.watching = false }
         state.uids = [:]
-        state.names = [:]
         state.generation += 1
     }
 }

@@ -93,20 +93,20 @@ struct CallerAccounts: Sendable {
         }
     }
 
-    /// Whether account `name` exists, if known without looking.
+    /// Whether account `name` exists, if that is known without looking in
+    /// `accounts_dir` (the default account, or no `accounts_dir`).
     private func knownExistence(_ name: String) -> Bool? {
         if tokens.directory == nil || name == AccountName.defaultName { return try? tokens.exists(account: name) }
-        return cache?.exists(name)
+        return nil
     }
 
-    /// Whether account `name` exists, looking in `accounts_dir` unless known. Blocks.
+    /// Whether account `name` exists, looking in `accounts_dir` unless known.
+    /// Blocks: only an admin's `--account` of another account asks, and not
+    /// on the socket's thread.
     private func exists(_ name: String) throws(ControlFailure) -> Bool {
         if let known = knownExistence(name) { return known }
-        let generation = cache?.generation() ?? 0
         do {
-            let found = try tokens.exists(account: name)
-            cache?.remember(exists: found, name: name, generation: generation)
-            return found
+            return try tokens.exists(account: name)
         } catch {
             throw ControlFailure(.noAccount, "whether there is an account '\(name.escapingControlCharacters())' cannot be told now: \(error.description)")
         }
