@@ -61,6 +61,12 @@ import Testing
         let own = try h.ctl("alice", ["receipt", alice1, "-o", "\(outputs)/r.jpg"])
         #expect(own.status == 0, "\(own.stderr)")
         #expect(FileManager.default.contents(atPath: "\(outputs)/r.jpg").map { [UInt8]($0) } == SampleReceipt.jpeg(size: 3000, seed: 5))
+        // An admin's fetch of it goes with alice's token: root has none, and its own would not be hers to use.
+        for scope in [["--all-accounts"], ["--account", h.users.name("alice")]] {
+            let byAdmin = try h.ctl("root", ["receipt", alice1, "-o", "\(outputs)/by-root.jpg"] + scope)
+            #expect(byAdmin.status == 0, "\(scope): \(byAdmin.stderr)")
+            #expect(FileManager.default.contents(atPath: "\(outputs)/by-root.jpg").map { [UInt8]($0) } == SampleReceipt.jpeg(size: 3000, seed: 5))
+        }
         #expect(try h.serverRows().count == 5)
         // Naming another account is for admins only.
         for extra in [["--account", h.users.name("bob")], ["--all-accounts"]] {
