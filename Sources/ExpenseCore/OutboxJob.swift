@@ -15,13 +15,16 @@ public struct OutboxJob: Sendable, Equatable {
     public var receiptFile: String?
     public var receiptKind: ReceiptKind?
     public var receiptSize: Int64?
+    /// The SHA-256 of the receipt's bytes, recorded when the daemon staged
+    /// them; nil for a job queued before digests were recorded.
+    public var receiptSHA256: [UInt8]?
     /// The account whose token sends it (``AccountName``).
     public var account: String
 
     public init(seq: Int64, uuid: String, kind: JobKind, transactionID: String, fields: ExpenseFields = ExpenseFields(),
                 baseVersion: Int? = nil, attempts: Int = 0, transientAttempts: Int = 0, sends: Int = 0,
                 createdMilliseconds: Int64 = 0, receiptFile: String? = nil, receiptKind: ReceiptKind? = nil, receiptSize: Int64? = nil,
-                account: String = AccountName.defaultName) {
+                receiptSHA256: [UInt8]? = nil, account: String = AccountName.defaultName) {
         self.seq = seq
         self.uuid = uuid
         self.kind = kind
@@ -35,6 +38,7 @@ public struct OutboxJob: Sendable, Equatable {
         self.receiptFile = receiptFile
         self.receiptKind = receiptKind
         self.receiptSize = receiptSize
+        self.receiptSHA256 = receiptSHA256
         self.account = account
     }
 }

@@ -3,9 +3,13 @@ import SQLite
 
 // Taking jobs to send, and putting back those that were not answered.
 extension Store {
+    /// A job as it is sent; an upload with the digest recorded when its
+    /// bytes were staged, so that what is sent is checked against what was
+    /// taken, not against what is on disk now.
     static let jobColumns = """
         seq, uuid, kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
-        receipt_file, receipt_type, receipt_size, account
+        receipt_file, receipt_type, receipt_size, account,
+        CASE WHEN kind = 'receipt' THEN (SELECT sha256 FROM receipt_digests WHERE receipt_digests.job_uuid = jobs.uuid) END
         """
 
     /// A job that may be sent now: queued, due, not waiting for an earlier
@@ -32,7 +36,7 @@ extension Store {
             fields: payload.fields, baseVersion: payload.baseVersion, attempts: r.int(5), transientAttempts: r.int(6),
             sends: r.int(7), createdMilliseconds: r.int64(8), receiptFile: r.optionalString(9),
             receiptKind: r.optionalString(10).flatMap(ReceiptKind.init(rawValue:)), receiptSize: r.optionalInt64(11),
-            account: r.string(12))
+            receiptSHA256: r.blob(13), account: r.string(12))
     }
 
     /// Takes up to `limit` jobs to send and marks them `sending`, in one

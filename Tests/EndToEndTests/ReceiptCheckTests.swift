@@ -36,6 +36,37 @@ import Testing
         #expect(daemon.receiptFiles().isEmpty, "no copy left")
     }
 
+    /// An upload is checked against the digest recorded when its bytes were
+    /// staged, not against what is on disk when it is sent: a copy damaged
+    /// on disk in between is refused by the server and needs attention; it
+    /// never becomes the expense's receipt.
+    @Test func aStagedCopyDamagedBeforeItsUpload_isRefusedByTheServer_andNeverStored() throws {
+        let sync = try SyncHarness(startServer: false)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let file = sync.daemon.directory.at("scan.jpg")
+        SampleReceipt.write(Self.jpeg, to: file)
+        let added = try sync.daemon.ctl(["add", "--receipt", file, "--merchant", "Taxi"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let staged = sync.daemon.receiptFiles().first else { throw TestFailure("no receipt copy in the state directory") }
+        // One byte changed in the middle: the same size, still a whole JPEG.
+        let handle = try #require(FileHandle(forWritingAtPath: "\(sync.daemon.stateDirectory)/receipts/\(staged)"))
+        handle.seek(toFileOffset: 25_000)
+        handle.write(Data([Self.jpeg[25_000] ^ 0xFF]))
+        handle.closeFile()
+
+        try sync.startServer()
+        try waitUntil(timeout: 60, "the upload to need attention") {
+            try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.contains { $0["state"] == "needs_attention" } == true
+        }
+        let job = try sync.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first { $0["kind"] == "receipt" }
+        #expect(job?["last_error"]?.stringValue?.contains("digest_mismatch") == true, "\(job?.serialized() ?? "no receipt job")")
+        let records = try sync.serverRecords()
+        #expect(records.map(\.transactionID) == [id], "the expense itself is there")
+        #expect(records.first?.receiptDigest == nil, "and no receipt: the damaged bytes were never stored")
+    }
+
     @Test func realFilesFromAPhoneAScannerAndAPDFPrinter_areTakenByAddAndSpool_andTheServerTakesThemToo() throws {
         let sync = try SyncHarness(daemonArguments: ["--spool-settle", "100ms"], spool: true)
         let daemon = sync.daemon

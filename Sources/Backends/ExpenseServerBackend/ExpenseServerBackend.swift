@@ -69,6 +69,14 @@ public final class ExpenseServerBackend: SyncBackend {
                 answered(.receiptUnreadable(reason: "the job names no receipt file"))
                 return
             }
+            // The digest recorded when the bytes were staged: a copy damaged
+            // on disk since is refused by the server (`digest_mismatch`),
+            // never stored as the receipt. Jobs queued before digests were
+            // recorded have none, and their file is hashed as it is.
+            if let recorded = job.receiptSHA256 {
+                start(request, body: .file(path: receiptPath, size: size), digest: Base64.encode(recorded), token: token, answered: answered)
+                return
+            }
             // Unstructured, and why it may be: `send` is called in the
             // engine's turn, often on the HTTP thread, which must not wait
             // for a file; this task ends by calling `answered`, which the
