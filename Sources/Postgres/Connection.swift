@@ -206,7 +206,7 @@ public final class Connection {
     /// The error a failed result carries. Messages of SQLSTATE class 22
     /// (data exceptions) quote the value that failed and are left out.
     private func error(from result: OpaquePointer, sql: String?) -> PostgresError {
-        if PQstatus(handle) == CONNECTION_BAD { return connectionError(sql: sql) }
+        if isLost { return connectionError(sql: sql) }
         guard let state = PQresultErrorField(result, cpq_diag_sqlstate()).map({ String(cString: $0) }) else {
             return PostgresError(.client, message: Self.message(PQresultErrorMessage(result)), sql: sql)
         }
@@ -216,8 +216,22 @@ public final class Connection {
     }
 
     private func connectionError(sql: String?) -> PostgresError {
-        let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_BAD ? .connection : .client
+        let kind: PostgresError.Kind = isLost ? .connection : .client
         return PostgresError(kind, message: Self.message(PQerrorMessage(handle)), sql: sql)
+    }
+
+    /// Whether the server is gone, asked after a statement failed.
+    /// `PQstatus` alone can still say `CONNECTION_OK` then: a write that
+    /// failed because the server went away is reported as "server closed
+    /// the connection unexpectedly", without a SQLSTATE, when what libpq
+    /// read meanwhile was not yet the end of the connection (the notice
+    /// a server stopped at once sends as it exits). Reading what is
+    /// pending (`PQconsumeInput`, which never blocks) reaches that end,
+    /// and libpq marks the connection bad.
+    private var isLost: Bool {
+        if PQstatus(handle) == CONNECTION_BAD { return true }
+        _ = PQconsumeInput(handle)
+        return PQstatus(handle) == CONNECTION_BAD
     }
 
     /// libpq's message text on one line.

@@ -260,7 +260,7 @@ public final class FaultProxy: @unchecked Sendable {
         return Array(text.utf8) + (head ? [] : body)
     }
 
-    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -276,7 +276,8 @@ public final class FaultProxy: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<linger>.size))
     }
 
-    private static func listen() throws -> (Int32, UInt16) {
+    /// A listening TCP socket on 127.0.0.1 and its port (the kernel's choice).
+    static func listen() throws -> (Int32, UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
         var address = sockaddr_in()
