@@ -127,6 +127,16 @@ import Testing
         #expect(try cluster.storage.scalar("SELECT count(*) FROM expenses") == 1)
     }
 
+    /// Each process's log lines for its 500s: the failure it logged and
+    /// the access line, what a 500 in a test needs to be understood.
+    private func failures(_ cluster: ServerCluster) throws -> String {
+        try (0..<3).flatMap { index in
+            try cluster.process(index).child.standardError.split(separator: "\n")
+                .filter { $0.contains("Failed to process") || $0.contains(" 500 ") }
+                .map { "process \(index): \($0)" }
+        }.joined(separator: "\n")
+    }
+
     @Test func postgresRestartedUnderLoad_requestsGet503_nothingIsLost_andTheServersRecoverOnTheirOwn() throws {
         let postgres = try PostgresCluster(name: "restart")
         let cluster = try ServerCluster(processes: 3, database: try postgres.makeDatabase())
@@ -181,7 +191,8 @@ import Testing
 
         let keys = acknowledged.withLock { $0 }
         let seen = statuses.withLock { $0 }
-        #expect(seen[500] == nil, "no 500: \(seen)")
+        let failed = try failures(cluster)
+        #expect(seen[500] == nil, "no 500: \(seen)\n\(failed)")
         #expect(retryAfter.withLock { $0 } == ["5"], "every 503 says when to retry")
         let db = try Postgres.Connection(cluster.storage.database!)
         #expect(try db.scalarInt("SELECT count(*) FROM expenses") == Int64(keys.count), "each acknowledged create once, nothing else: \(seen)")
