@@ -88,7 +88,7 @@ enum CommandLineParser {
                 request.user = user
             }
             if let base = options.values["--base-url"] {
-                guard let url = Self.baseURL(base) else {
+                guard let url = ExportFormat.receiptBase(base) else {
                     throw UsageError("--base-url must be http:// or https://, a host and an optional path, without a query, "
                                      + "fragment or user name, got \(quoted(base, limit: 64))")
                 }
@@ -103,23 +103,6 @@ enum CommandLineParser {
     /// Text from the command line as messages show it (``LogText/quoted(_:limit:)``).
     static func quoted(_ text: String, limit: Int = 256) -> String {
         LogText.quoted(text, limit: limit)
-    }
-
-    /// `--base-url`'s value without a trailing `/`, when it is `http://` or
-    /// `https://`, a host (with an optional port) and an optional path of
-    /// printable ASCII; nil for anything else (a query, a fragment, user
-    /// information, spaces or quotes would make every receipt link wrong).
-    static func baseURL(_ text: String) -> String? {
-        let scheme = text.hasPrefix("https://") ? "https://" : text.hasPrefix("http://") ? "http://" : nil
-        guard let scheme, text.utf8.count <= 1024 else { return nil }
-        let rest = text.utf8.dropFirst(scheme.utf8.count)
-        let refused = Array("?#@\"'<>\\^`{|}".utf8)
-        guard rest.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !refused.contains($0) }) else { return nil }
-        let host = rest.prefix { $0 != UInt8(ascii: "/") }
-        guard !host.isEmpty, host.first != UInt8(ascii: ":"), host.last != UInt8(ascii: ":") else { return nil }
-        var url = text
-        while url.hasSuffix("/") { url.removeLast() }
-        return url
     }
 
     /// Where the data is: every subcommand takes these.

@@ -64,6 +64,24 @@ public enum ExportFormat: String, Sendable, CaseIterable {
         "/expenses/\(transactionID)/receipt"
     }
 
+    /// What goes before each receipt's path: `text` without a trailing
+    /// `/`, when it is `http://` or `https://`, a host (with an optional
+    /// port) and an optional path of printable ASCII; nil for anything else
+    /// (a query, a fragment, user information, spaces or quotes would make
+    /// every receipt link wrong). `--base-url` and the web export's origin.
+    public static func receiptBase(_ text: String) -> String? {
+        let scheme = text.hasPrefix("https://") ? "https://" : text.hasPrefix("http://") ? "http://" : nil
+        guard let scheme, text.utf8.count <= 1024 else { return nil }
+        let rest = text.utf8.dropFirst(scheme.utf8.count)
+        let refused = Array("?#@\"'<>\\^`{|}".utf8)
+        guard rest.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !refused.contains($0) }) else { return nil }
+        let host = rest.prefix { $0 != UInt8(ascii: "/") }
+        guard !host.isEmpty, host.first != UInt8(ascii: ":"), host.last != UInt8(ascii: ":") else { return nil }
+        var url = text
+        while url.hasSuffix("/") { url.removeLast() }
+        return url
+    }
+
     /// A CSV field, quoted when it must be (RFC 4180 §2.6–2.7).
     public static func csvField(_ text: String) -> String {
         let needsQuotes = text.utf8.contains { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }

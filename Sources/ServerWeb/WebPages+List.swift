@@ -146,8 +146,14 @@ extension WebPages {
         let q = try listQuery(session)
         let text = try request.query("format")
         guard let format = ExportFormat(rawValue: text.isEmpty ? "csv" : text) else { throw WebError(400, "The format must be csv or jsonl.") }
+        // The links point at this server as the browser named it. The Host
+        // header is the client's text: a host and a port, or it is refused
+        // (a path, a query or a quote in it would be in every link).
+        let host = request.head.value(of: "Host") ?? "localhost"
+        guard !host.contains("/"), let origin = ExportFormat.receiptBase((service.settings.isTLS ? "https://" : "http://") + host) else {
+            throw WebError(400, "The Host header must be a host name and an optional port.")
+        }
         let file = try storage.staging.makeAnonymousFile()
-        let origin = (service.settings.isTLS ? "https://" : "http://") + (request.head.value(of: "Host") ?? "localhost")
         var buffer = format.header
         var size = Int64(0)
         try storage.forEachExpense(q.filter) { listed in

@@ -161,6 +161,30 @@ extension WebTests {
         #expect(jsonl.contains("\"receipt_url\":\"http://127.0.0.1/expenses/\(mix.ids["apple"]!)/receipt\""), "\(jsonl)")
     }
 
+    /// The export's links are built from the request's Host header: a
+    /// host and a port go in, anything else is refused, never written
+    /// into every row.
+    @Test func theWebExport_takesItsOriginFromAHostHeaderThatIsAHost_andRefusesAnyOther() throws {
+        let mix = try makeMix(.sqlite)
+        let client = WebClient(mix.server)
+        try client.signIn(mix.server.token)
+        let cookie = client.cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+        func export(host: String) throws -> HTTPMessage {
+            let connection = try mix.server.connect()
+            try connection.send("GET /expenses/export?state=receipt&format=csv HTTP/1.1\r\nHost: \(host)\r\nCookie: \(cookie)\r\n\r\n")
+            return try connection.readResponse()
+        }
+        let named = try export(host: "expenses.example:8080")
+        #expect(named.status == 200)
+        let links = try CSVReader.parse(named.body).dropFirst().map { $0[9] }
+        #expect(links.count == 2 && links.allSatisfy { $0.hasPrefix("http://expenses.example:8080/expenses/cp-") }, "\(links)")
+        for host in ["evil.example/phish?at=", "a\"b", "user@evil.example", "a b", ":8080"] {
+            let refused = try export(host: host)
+            #expect(refused.status == 400, "\(host): \(refused.status)")
+            #expect(!refused.text.contains("/receipt"), "\(host)")
+        }
+    }
+
     @Test(arguments: StorageEngine.allCases)
     func aSessionPastItsExpiry_goesToSignIn_andTheUpkeepDeletesItsRow(_ engine: StorageEngine) throws {
         let server = try TestServer(engine)
