@@ -16,31 +16,20 @@ public final class StallingProxy: @unchecked Sendable {
 
     private struct State {
         var silent = false
-        var descriptors: [Int32] = []
+        var stopped = false
+        /// Sockets of forwarded connections, closed by the last of their
+        /// two pumps to end (never while a pump may still read one).
+        var forwarded: Set<Int32> = []
+        /// Sockets of connections accepted while silent: no thread uses
+        /// them, ``stop()`` closes them.
+        var silentDescriptors: [Int32] = []
         var silentConnections = 0
     }
 
     /// - Parameter target: the Unix socket connections are forwarded to.
     public init(forwardingTo target: String) throws {
         self.target = target
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 128) == 0 else {
-            close(fd)
-            throw TestFailure("bind/listen on 127.0.0.1: \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listener = fd
-        port = UInt16(bigEndian: address.sin_port)
+        (listener, port) = try FaultProxy.listen()
         Thread { [self] in acceptLoop() }.start()
     }
 
@@ -55,7 +44,11 @@ public final class StallingProxy: @unchecked Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         state.withLock { state in
-            for fd in state.descriptors { shutdown(fd, Int32(SHUT_RDWR)) }
+            state.stopped = true
+            // The pumps see the end and close their sockets.
+            for fd in state.forwarded { shutdown(fd, Int32(SHUT_RDWR)) }
+            for fd in state.silentDescriptors { close(fd) }
+            state.silentDescriptors = []
         }
     }
 
@@ -65,19 +58,44 @@ public final class StallingProxy: @unchecked Sendable {
             if client < 0 {
                 if stopped.load(ordering: .relaxed) { return } else { continue }
             }
-            let silent = state.withLock { state -> Bool in
-                state.descriptors.append(client)
-                if state.silent { state.silentConnections += 1 }
+            let silent = state.withLock { state -> Bool? in
+                if state.stopped { return nil }
+                if state.silent {
+                    state.silentDescriptors.append(client)
+                    state.silentConnections += 1
+                }
                 return state.silent
+            }
+            guard let silent else {
+                close(client)
+                return
             }
             if silent { continue }
             guard let upstream = connectTarget() else {
-                shutdown(client, Int32(SHUT_RDWR))
+                close(client)
                 continue
             }
-            state.withLock { $0.descriptors.append(upstream) }
-            Thread { Self.pump(from: client, to: upstream) }.start()
-            Thread { Self.pump(from: upstream, to: client) }.start()
+            let forwarding = state.withLock { state -> Bool in
+                if state.stopped { return false }
+                state.forwarded.formUnion([client, upstream])
+                return true
+            }
+            guard forwarding else {
+                close(client)
+                close(upstream)
+                return
+            }
+            let pumps = PumpCount()
+            let ended: @Sendable () -> Void = { [self] in
+                guard pumps.running.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+                state.withLock { state in
+                    state.forwarded.subtract([client, upstream])
+                    close(client)
+                    close(upstream)
+                }
+            }
+            Thread { Self.pump(from: client, to: upstream); ended() }.start()
+            Thread { Self.pump(from: upstream, to: client); ended() }.start()
         }
     }
 
@@ -116,4 +134,9 @@ public final class StallingProxy: @unchecked Sendable {
         }
         shutdown(destination, Int32(SHUT_RDWR))
     }
+}
+
+/// The pumps of one forwarded connection still running.
+private final class PumpCount: Sendable {
+    let running = Atomic<Int>(2)
 }
