@@ -13,21 +13,12 @@ import OutboxStore
 import Posix
 import SQLite
 
-let arguments = CommandLine.arguments
-let quick = arguments.contains("--quick")
-let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
-setenv("EXPENSED_BIN_DIR", bin, 1)
+let quick = BenchRun.isQuick
+let bin = BenchRun.binaryDirectory()
 let samples = quick ? 500 : 3000
 let backlog = quick ? 20_000 : 100_000
 
-func percentile(_ values: [Double], _ p: Double) -> Double {
-    let sorted = values.sorted()
-    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-}
-
 func ms(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000) }
-
-func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 
 /// A started daemon in its own folder.
 func startDaemon(environment: [String: String] = [:]) throws -> DaemonHarness {
@@ -55,9 +46,9 @@ func sequentialAdds(_ daemon: DaemonHarness, count: Int, receiptPath: String? = 
     var latencies: [Double] = []
     for _ in 0..<count {
         let file = try receiptPath.map { try FileDescriptor.open($0, .readOnly) }
-        let start = now()
+        let start = BenchRun.now()
         let response = try add(connection, receipt: file)
-        latencies.append(now() - start)
+        latencies.append(BenchRun.now() - start)
         precondition(response.starts(with: Array(#"{"id":1,"ok":true"#.utf8)), String(decoding: response, as: UTF8.self))
     }
     return latencies
@@ -70,10 +61,10 @@ func receiptWritesAndCommits(in dir: String, bytes: [UInt8], count: Int) throws 
     try FileManager.default.createDirectory(atPath: dir + "/files", withIntermediateDirectories: true)
     var latencies: [Double] = []
     for i in 0..<count {
-        let start = now()
+        let start = BenchRun.now()
         try FileSystem.writeDurably(bytes, to: "\(i).jpg", in: dir + "/files")
         try db.transaction { try db.execute("INSERT INTO t (file) VALUES (?)", [.text("\(i).jpg")]) }
-        latencies.append(now() - start)
+        latencies.append(BenchRun.now() - start)
     }
     return latencies
 }
@@ -82,7 +73,7 @@ func receiptWritesAndCommits(in dir: String, bytes: [UInt8], count: Int) throws 
 func concurrentRate(_ daemon: DaemonHarness, clients: Int, total: Int) throws -> Double {
     let perClient = total / clients
     let group = DispatchGroup()
-    let start = now()
+    let start = BenchRun.now()
     for _ in 0..<clients {
         group.enter()
         Thread {
@@ -92,7 +83,7 @@ func concurrentRate(_ daemon: DaemonHarness, clients: Int, total: Int) throws ->
         }.start()
     }
     group.wait()
-    return Double(perClient * clients) / (now() - start)
+    return Double(perClient * clients) / (BenchRun.now() - start)
 }
 
 /// Context switches of each of the daemon's threads, and its RSS, from /proc.
@@ -122,13 +113,13 @@ print("bench-daemon: bin=\(bin) samples=\(samples) backlog=\(backlog)")
 do {
     let line = Array(addText.utf8.dropLast())
     let n = 20_000
-    var start = now()
+    var start = BenchRun.now()
     for _ in 0..<n { _ = ControlRequest.parse(line) }
-    let parse = (now() - start) / Double(n)
+    let parse = (BenchRun.now() - start) / Double(n)
     let added = AddResult(transactionID: "cp-0206e11a39722b8b0b0d34", clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", state: .queued, receipt: .none, duplicate: false)
-    start = now()
+    start = BenchRun.now()
     for _ in 0..<n { _ = ControlResponse(id: 1, added).json.serializedBytes() }
-    let serialize = (now() - start) / Double(n)
+    let serialize = (BenchRun.now() - start) / Double(n)
     print("control line: parse \(ms(parse)), serialize answer \(ms(serialize))")
 }
 
@@ -146,26 +137,26 @@ do {
     let connection = try RawClient(path: daemon.socketPath)
     var commits: [Double] = [], adds: [Double] = []
     for _ in 0..<samples {
-        var start = now()
+        var start = BenchRun.now()
         try db.transaction { try db.execute("INSERT INTO t (uuid, payload) VALUES (?, ?)", [.text(UUID().uuidString), .text(#"{"merchant":"Blue Bottle","amount":"12.50"}"#)]) }
-        commits.append(now() - start)
-        start = now()
+        commits.append(BenchRun.now() - start)
+        start = BenchRun.now()
         _ = try add(connection)
-        adds.append(now() - start)
+        adds.append(BenchRun.now() - start)
     }
     daemon.stop()
     let store = try Store(stateDirectory: scratch + "/store")
     var enqueues: [Double] = []
     let fields = ExpenseFields(merchant: "Blue Bottle", amount: "12.50", currency: "EUR", date: "2026-11-29", category: "Meals")
     for _ in 0..<samples {
-        let start = now()
+        let start = BenchRun.now()
         _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: Clock.wallMilliseconds)
-        enqueues.append(now() - start)
+        enqueues.append(BenchRun.now() - start)
     }
-    let p50 = percentile(adds, 0.5), commit = percentile(commits, 0.5)
-    print("add (no receipt), one connection: p50 \(ms(p50)), p99 \(ms(percentile(adds, 0.99)))")
+    let p50 = BenchRun.percentile(adds, 0.5), commit = BenchRun.percentile(commits, 0.5)
+    print("add (no receipt), one connection: p50 \(ms(p50)), p99 \(ms(BenchRun.percentile(adds, 0.99)))")
     print("  one fsync'd SQLite commit: p50 \(ms(commit)); ratio \(String(format: "%.2f", p50 / commit)) (target <= 2)")
-    print("  the store's enqueue in process (its transaction and commit): p50 \(ms(percentile(enqueues, 0.5)))")
+    print("  the store's enqueue in process (its transaction and commit): p50 \(ms(BenchRun.percentile(enqueues, 0.5)))")
 }
 
 // 2. Durable add with a 200 KiB receipt, beside receipt write + commit.
@@ -173,12 +164,12 @@ do {
     let receipt = SampleReceipt.jpeg(size: 200 * 1024)
     let path = scratch + "/receipt.jpg"
     _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
-    let baseline = percentile(try receiptWritesAndCommits(in: scratch, bytes: receipt, count: samples / 3), 0.5)
+    let baseline = BenchRun.percentile(try receiptWritesAndCommits(in: scratch, bytes: receipt, count: samples / 3), 0.5)
     let daemon = try startDaemon()
     let adds = try sequentialAdds(daemon, count: samples / 3, receiptPath: path)
     daemon.stop()
-    let p50 = percentile(adds, 0.5)
-    print("add (200 KiB receipt), one connection: p50 \(ms(p50)), p99 \(ms(percentile(adds, 0.99)))")
+    let p50 = BenchRun.percentile(adds, 0.5)
+    print("add (200 KiB receipt), one connection: p50 \(ms(p50)), p99 \(ms(BenchRun.percentile(adds, 0.99)))")
     print("  receipt write + fsync + rename + dir fsync + commit: p50 \(ms(baseline)); ratio \(String(format: "%.2f", p50 / baseline)) (target <= 1.5)")
 }
 
@@ -193,9 +184,9 @@ do {
 // 4. Add latency with a large backlog queued vs. none.
 do {
     let daemon = try startDaemon()
-    let empty = percentile(try sequentialAdds(daemon, count: samples), 0.5)
+    let empty = BenchRun.percentile(try sequentialAdds(daemon, count: samples), 0.5)
     _ = try concurrentRate(daemon, clients: 8, total: backlog)
-    let full = percentile(try sequentialAdds(daemon, count: samples), 0.5)
+    let full = BenchRun.percentile(try sequentialAdds(daemon, count: samples), 0.5)
     daemon.stop()
     print("add p50 with \(backlog) jobs queued: \(ms(full)) vs \(ms(empty)) empty; ratio \(String(format: "%.2f", full / empty)) (target <= 1.2)")
 }
@@ -214,18 +205,18 @@ do {
     let a = try RawClient(path: plain.socketPath), b = try RawClient(path: withAccounts.socketPath)
     var without: [Double] = [], with: [Double] = []
     for _ in 0..<samples {
-        var start = now()
+        var start = BenchRun.now()
         _ = try add(a)
-        without.append(now() - start)
-        start = now()
+        without.append(BenchRun.now() - start)
+        start = BenchRun.now()
         _ = try add(b)
-        with.append(now() - start)
+        with.append(BenchRun.now() - start)
     }
     let accountsOfJobs = try Connection(path: withAccounts.stateDirectory + "/expensed.db").query("SELECT DISTINCT account FROM jobs") { $0.string(0) }
     plain.stop()
     withAccounts.stop()
     precondition(accountsOfJobs == [me], "the adds went to \(accountsOfJobs), not \(me)'s account")
-    let p50With = percentile(with, 0.5), p50Without = percentile(without, 0.5)
+    let p50With = BenchRun.percentile(with, 0.5), p50Without = BenchRun.percentile(without, 0.5)
     print("add p50 with accounts_dir: \(ms(p50With)) vs \(ms(p50Without)) without; ratio \(String(format: "%.2f", p50With / p50Without)) (target <= 1.1)")
 }
 

@@ -14,22 +14,13 @@ import OutboxStore
 import Posix
 import SQLite
 
-let arguments = CommandLine.arguments
-let quick = arguments.contains("--quick")
-let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
-setenv("EXPENSED_BIN_DIR", bin, 1)
+let quick = BenchRun.isQuick
+let bin = BenchRun.binaryDirectory()
 let cachedCount = quick ? 20_000 : 100_000
 let queuedCount = quick ? 2_000 : 10_000
 let samples = quick ? 15 : 51
 
-func percentile(_ values: [Double], _ p: Double) -> Double {
-    let sorted = values.sorted()
-    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-}
-
 func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
-
-func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 
 print("bench-list: bin=\(bin) cached=\(cachedCount) queued=\(queuedCount) samples=\(samples)")
 
@@ -51,7 +42,7 @@ func fields(_ i: Int, _ random: inout SeededRandom) -> ExpenseFields {
 
 // 1. The backlog, through the store's own write paths.
 do {
-    let start = now()
+    let start = BenchRun.now()
     let store = try Store(stateDirectory: daemon.stateDirectory)
     let base: Int64 = 1_700_000_000_000
     for page in stride(from: 0, to: cachedCount, by: 1000) {
@@ -64,11 +55,11 @@ do {
         }
         _ = try await store.storeRefreshPage(expenses, cursor: "c\(page)", now: Clock.wallMilliseconds)
     }
-    let filled = now()
+    let filled = BenchRun.now()
     for i in 0..<queuedCount {
         _ = try await store.enqueueCreate(fields: fields(i, &random), clientID: ClientID.make(), receipt: nil, now: Clock.wallMilliseconds)
     }
-    print(String(format: "filled: %d cached in %.1f s (refresh pages of 1,000), %d queued in %.1f s", cachedCount, filled - start, queuedCount, now() - filled))
+    print(String(format: "filled: %d cached in %.1f s (refresh pages of 1,000), %d queued in %.1f s", cachedCount, filled - start, queuedCount, BenchRun.now() - filled))
 }
 
 try daemon.start(timeout: 120)
@@ -115,17 +106,17 @@ for (name, options) in queries {
     precondition(listed == Array(directIDs.prefix(50)), "\(name): expensectl and sqlite3 disagree")
     var ctl: [Double] = [], shell: [Double] = []
     for _ in 0..<samples {
-        var start = now()
+        var start = BenchRun.now()
         let result = try daemon.ctl(args)
-        ctl.append(now() - start)
+        ctl.append(BenchRun.now() - start)
         precondition(result.status == 0, result.stderr)
-        start = now()
+        start = BenchRun.now()
         _ = try runCommand("/usr/bin/sqlite3", [copy, sql])
-        shell.append(now() - start)
+        shell.append(BenchRun.now() - start)
     }
-    let p50 = percentile(ctl, 0.5), base = percentile(shell, 0.5)
+    let p50 = BenchRun.percentile(ctl, 0.5), base = BenchRun.percentile(shell, 0.5)
     worst = max(worst, p50)
-    print("\(name) [\(listed.count) shown] | \(ms(p50)) (\(ms(percentile(ctl, 0.9)))) | \(ms(base)) | \(String(format: "%.2f", p50 / base))")
+    print("\(name) [\(listed.count) shown] | \(ms(p50)) (\(ms(BenchRun.percentile(ctl, 0.9)))) | \(ms(base)) | \(String(format: "%.2f", p50 / base))")
 }
 print("slowest p50 through expensectl: \(ms(worst)) (target < 50 ms)")
 
@@ -133,12 +124,12 @@ print("slowest p50 through expensectl: \(ms(worst)) (target < 50 ms)")
 do {
     var totals: [Double] = []
     for _ in 0..<max(5, samples / 5) {
-        let start = now()
+        let start = BenchRun.now()
         let result = try daemon.ctl(["list", "--limit", "50", "--totals"])
-        totals.append(now() - start)
+        totals.append(BenchRun.now() - start)
         precondition(result.status == 0, result.stderr)
     }
-    print("list --limit 50 --totals (all \(cachedCount + queuedCount)): p50 \(ms(percentile(totals, 0.5)))")
+    print("list --limit 50 --totals (all \(cachedCount + queuedCount)): p50 \(ms(BenchRun.percentile(totals, 0.5)))")
 }
 
 /// The query expensectl sends for `options` with `--limit 50`.
