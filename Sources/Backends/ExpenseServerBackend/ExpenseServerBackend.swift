@@ -72,18 +72,23 @@ public final class ExpenseServerBackend: SyncBackend {
             // The digest recorded when the bytes were staged: a copy damaged
             // on disk since is refused by the server (`digest_mismatch`),
             // never stored as the receipt. Jobs queued before digests were
-            // recorded have none, and their file is hashed as it is.
-            if let recorded = job.receiptSHA256 {
-                start(request, body: .file(path: receiptPath, size: size), digest: Base64.encode(recorded), token: token, answered: answered)
-                return
-            }
+            // recorded have none, and their file is hashed as it is. Either
+            // way the file must open here: one that is gone is said, not
+            // retried as if the network had failed.
+            let recorded = job.receiptSHA256.map(Base64.encode)
             // Unstructured, and why it may be: `send` is called in the
             // engine's turn, often on the HTTP thread, which must not wait
             // for a file; this task ends by calling `answered`, which the
             // engine counts as outstanding until then (it is the owner).
             Task { [self] in
                 do {
-                    let digest = try await digests.run { try Self.digest(of: receiptPath) }
+                    let digest = try await digests.run {
+                        if let recorded {
+                            _ = try FileDescriptor.open(receiptPath, [.readOnly, .noFollow])
+                            return recorded
+                        }
+                        return try Self.digest(of: receiptPath)
+                    }
                     start(request, body: .file(path: receiptPath, size: size), digest: digest, token: token, answered: answered)
                 } catch {
                     answered(.receiptUnreadable(reason: "\(error)"))
