@@ -1,4 +1,5 @@
 import ExpenseCore
+import SyncEngine
 
 /// Which expense backend `server` names, and each backend's own keys
 /// (docs/backends.md).
@@ -18,8 +19,11 @@ extension Configuration {
             guard let kind = BackendKind(rawValue: v) else { throw ConfigurationError("must be expense-server, ihatemoney or fava") }
             c.backend = kind
         },
-        Key(name: "ihatemoney_payer", flag: "--ihatemoney-payer", valueName: "MEMBER", help: "ihatemoney: the member who paid") { c, v throws(ConfigurationError) in
+        Key(name: "ihatemoney_payer", flag: "--ihatemoney-payer", valueName: "MEMBER", help: "ihatemoney: the member who pays the default account's expenses") { c, v throws(ConfigurationError) in
             c.ihatemoneyPayer = try memberName(v)
+        },
+        Key(name: "ihatemoney_payers", flag: "--ihatemoney-payers", valueName: "ACCOUNT:MEMBER,...", help: "ihatemoney: the member who pays each account's expenses (with accounts_dir)") { c, v throws(ConfigurationError) in
+            c.ihatemoneyPayers = try payers(v)
         },
         Key(name: "ihatemoney_payed_for", flag: "--ihatemoney-payed-for", valueName: "all|MEMBER,...", help: "ihatemoney: the members paid for (default all)") { c, v throws(ConfigurationError) in
             if v == "all" {
@@ -45,25 +49,32 @@ extension Configuration {
     /// What one backend's keys need of the others, checked once all are read.
     /// - Throws: ``ConfigurationError`` naming the key to set or drop.
     func checkBackend() throws(ConfigurationError) {
-        let ihatemoneyKeys = ihatemoneyPayer != nil || ihatemoneyPayedFor != nil
+        let ihatemoneyKeys = ihatemoneyPayer != nil || ihatemoneyPayedFor != nil || !ihatemoneyPayers.isEmpty
         let favaKeys = favaExpenseAccount != Self.defaultFavaExpenseAccount || favaFundingAccount != Self.defaultFavaFundingAccount
         if ihatemoneyKeys && backend != .ihatemoney {
-            throw ConfigurationError("ihatemoney_payer and ihatemoney_payed_for need backend = ihatemoney (backend is \(backend.rawValue))")
+            throw ConfigurationError("ihatemoney_payer, ihatemoney_payers and ihatemoney_payed_for need backend = ihatemoney (backend is \(backend.rawValue))")
         }
         if favaKeys && backend != .fava {
             throw ConfigurationError("fava_expense_account and fava_funding_account need backend = fava (backend is \(backend.rawValue))")
         }
-        if accountsDirectory != nil && backend != .expenseServer {
-            // ihatemoney's project and fava's ledger are one pot for every
-            // token: each account's refresh would see the others' records.
-            throw ConfigurationError("accounts_dir needs backend = expense-server, whose users keep their expenses apart (backend is \(backend.rawValue))")
+        if accountsDirectory != nil && backend == .fava {
+            // One ledger and no users: every account would write and see the
+            // same entries, with nothing to tell whose each is.
+            throw ConfigurationError("accounts_dir needs backend = expense-server or ihatemoney: fava serves one ledger with no users, so accounts could not be kept apart")
+        }
+        if !ihatemoneyPayers.isEmpty && accountsDirectory == nil {
+            throw ConfigurationError("ihatemoney_payers needs accounts_dir, whose files are its accounts; without it, ihatemoney_payer names the one payer")
         }
         guard serverURL != nil else { return }
         switch backend {
         case .expenseServer, .fava:
             break
         case .ihatemoney:
-            guard ihatemoneyPayer != nil else { throw ConfigurationError("backend = ihatemoney needs ihatemoney_payer, the member who paid") }
+            // With accounts, each account's payer comes from ihatemoney_payers,
+            // and one without a payer has its creates held with the reason.
+            guard ihatemoneyPayer != nil || accountsDirectory != nil else {
+                throw ConfigurationError("backend = ihatemoney needs ihatemoney_payer, the member who paid")
+            }
             guard let url = serverURL, IhatemoneyURL.projectID(of: url) != nil else {
                 throw ConfigurationError("backend = ihatemoney needs server = <ihatemoney>/api/projects/<project id>")
             }
@@ -92,6 +103,26 @@ private func memberName(_ v: String) throws(ConfigurationError) -> String {
         throw ConfigurationError("must be member names separated by commas, or 'all'")
     }
     return v
+}
+
+/// `account:Member, account:Member`: account names that can be files of
+/// `accounts_dir` (a local user's name has no colon), each once, and
+/// member names as ``memberName(_:)`` takes them.
+private func payers(_ v: String) throws(ConfigurationError) -> [String: String] {
+    var payers: [String: String] = [:]
+    for part in v.split(separator: ",", omittingEmptySubsequences: false) {
+        let entry = String(part).trimmingSpaces()
+        guard let colon = entry.firstIndex(of: ":") else {
+            throw ConfigurationError("must be account:member pairs separated by commas, like alice:Alice, bob:Bob")
+        }
+        let account = String(entry[..<colon]).trimmingSpaces()
+        guard AccountTokens.isFileName(account), !account.contains(where: { $0.isNewline || $0 == ":" }) else {
+            throw ConfigurationError("'\(account.escapingControlCharacters().prefix(64))' is not an account name (a file name in accounts_dir, not hidden)")
+        }
+        guard payers[account] == nil else { throw ConfigurationError("account '\(account.prefix(64))' is given twice") }
+        payers[account] = try memberName(String(entry[entry.index(after: colon)...]).trimmingSpaces())
+    }
+    return payers
 }
 
 /// An account template: a beancount account once `{category}` is replaced

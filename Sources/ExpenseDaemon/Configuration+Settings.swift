@@ -36,9 +36,10 @@ extension Configuration {
         case .expenseServer:
             return ExpenseServerBackend(settings: backendSettings(baseURL: baseURL, deviceID: deviceID))
         case .ihatemoney:
-            // checkBackend() made sure of the project id and the payer.
+            // checkBackend() made sure of the project id, and of the payer without accounts.
             return IhatemoneyBackend(settings: IhatemoneyBackend.Settings(
-                projectURL: baseURL, projectID: IhatemoneyURL.projectID(of: baseURL) ?? "", payer: ihatemoneyPayer ?? "",
+                projectURL: baseURL, projectID: IhatemoneyURL.projectID(of: baseURL) ?? "", payer: ihatemoneyPayer,
+                payers: accountsDirectory == nil ? nil : ihatemoneyPayers,
                 payedFor: ihatemoneyPayedFor, connections: concurrency, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                 requestTimeoutMilliseconds: requestTimeoutMilliseconds, keptReceiptsDirectory: "\(stateDirectory)/kept-receipts"))
         case .fava:

@@ -38,6 +38,8 @@ public struct Configuration: Sendable, Equatable {
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
     public var backend = BackendKind.expenseServer
     public var ihatemoneyPayer: String?
+    /// Each account's paying member, by account name (with `accounts_dir`).
+    public var ihatemoneyPayers: [String: String] = [:]
     /// nil: all the project's active members.
     public var ihatemoneyPayedFor: [String]?
     public var favaExpenseAccount = Configuration.defaultFavaExpenseAccount

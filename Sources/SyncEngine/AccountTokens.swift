@@ -131,7 +131,7 @@ public final class AccountTokens: Sendable {
     /// A user name that can be a file of `accounts_dir`: not empty, no
     /// slash, not hidden (systemd's credential directories hold none, and
     /// editors leave `.NAME.swp`).
-    static func isFileName(_ name: String) -> Bool {
+    public static func isFileName(_ name: String) -> Bool {
         !name.isEmpty && !name.hasPrefix(".") && !name.contains("/") && name.utf8.count <= 255
     }
 

@@ -36,7 +36,7 @@ extension Drainer {
         var fetched = 0
         for _ in 0..<10_000 where !isStopping {
             let (token, _, generation) = source.current()
-            let reply = await backend.fetchChanges(since: cursor, token: token)
+            let reply = await backend.fetchChanges(since: cursor, token: token, account: account)
             if case .unanswered(let reason) = reply {
                 noteUnreachable("Server unreachable (\(reason)); refresh and sending wait for it", reason: reason)
                 return (.unreachable, fetched)

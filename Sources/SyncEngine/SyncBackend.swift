@@ -32,8 +32,10 @@ public protocol SyncBackend: Sendable {
     func send(_ job: OutboxJob, receiptPath: String?, token: String?, answered: @escaping @Sendable (SyncOutcome) -> Void)
 
     /// One page of what changed since `cursor` (nil: from the beginning),
-    /// tombstones included.
-    func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply
+    /// tombstones included, for `account` (``AccountName``), read with its
+    /// token. A backend whose one pot holds every account's records (an
+    /// ihatemoney project) tells them apart by the account.
+    func fetchChanges(since cursor: String?, token: String?, account: String) async -> ChangesReply
 
     /// The receipt of `transactionID` as the backend holds it, read with
     /// `token` (``ReceiptFetch``).

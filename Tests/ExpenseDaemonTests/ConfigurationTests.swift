@@ -129,7 +129,7 @@ import Testing
         ("backend = IHATEMONEY\n", "x.conf:1: backend: must be expense-server, ihatemoney or fava"),
         ("ihatemoney_payer = \n", "x.conf:1: ihatemoney_payer: must name a member, not be empty"),
         ("ihatemoney_payed_for = Bob,,Carol\n", "x.conf:1: ihatemoney_payed_for: must name a member, not be empty"),
-        ("ihatemoney_payer = Alice\n", "ihatemoney_payer and ihatemoney_payed_for need backend = ihatemoney (backend is expense-server)"),
+        ("ihatemoney_payer = Alice\n", "ihatemoney_payer, ihatemoney_payers and ihatemoney_payed_for need backend = ihatemoney (backend is expense-server)"),
         ("backend = ihatemoney\nserver = http://127.0.0.1:5000/api/projects/h\n", "backend = ihatemoney needs ihatemoney_payer, the member who paid"),
         ("backend = ihatemoney\nihatemoney_payer = A\nserver = http://127.0.0.1:5000/household\n", "backend = ihatemoney needs server = <ihatemoney>/api/projects/<project id>"),
         ("backend = ihatemoney\nihatemoney_payer = A\nserver = http://127.0.0.1:5000/api/projects/\n", "backend = ihatemoney needs server = <ihatemoney>/api/projects/<project id>"),
@@ -186,12 +186,67 @@ import Testing
         #expect(throws: ConfigurationError.self, "\(text)") { try configuration.apply(fileText: text, path: "c") }
     }
 
-    @Test(arguments: ["ihatemoney", "fava"])
-    func accountsWithABackendWithoutUsers_areRefused(_ backend: String) {
-        // One project or ledger for every token: accounts could not be kept apart.
-        let text = "backend = \(backend)\naccounts_dir = /etc/expensed/accounts\n" + (backend == "ihatemoney" ? "ihatemoney_payer = A\n" : "")
-        #expect(throws: ConfigurationError.self) {
-            try Configuration.parse(arguments: ["--config", "x.conf"]) { _ in text }
+    @Test func accountsWithFava_areRefusedWithTheReason() {
+        do {
+            _ = try Configuration.parse(arguments: ["--config", "x.conf"]) { _ in "backend = fava\naccounts_dir = /etc/expensed/accounts\n" }
+            Issue.record("accepted")
+        } catch {
+            #expect("\(error)".contains("fava serves one ledger with no users, so accounts could not be kept apart"), "\(error)")
+        }
+    }
+
+    /// With accounts, each account's payer comes from ihatemoney_payers;
+    /// ihatemoney_payer (the default account's) is optional then.
+    @Test func accountsWithIhatemoney_takeEachAccountsPayer() throws {
+        guard case .run(let configuration) = try Configuration.parse(arguments: ["--config", "x.conf"], readFile: { _ in """
+            backend = ihatemoney
+            server = http://127.0.0.1:5000/api/projects/household
+            accounts_dir = /etc/expensed/accounts
+            ihatemoney_payers = alice:Alice,  bob : Bob Smith ,carol.x:Carol
+            """ }) else { throw ConfigurationError("expected a run") }
+        #expect(configuration.ihatemoneyPayers == ["alice": "Alice", "bob": "Bob Smith", "carol.x": "Carol"])
+        #expect(configuration.ihatemoneyPayer == nil)
+        guard case .run(let flags) = try Configuration.parse(arguments: [
+            "--backend", "ihatemoney", "--server", "http://h/api/projects/p", "--accounts-dir", "/a", "--ihatemoney-payer", "Dave",
+            "--ihatemoney-payers", "alice:Alice",
+        ], readFile: { _ in nil }) else { throw ConfigurationError("expected a run") }
+        #expect(flags.ihatemoneyPayers == ["alice": "Alice"] && flags.ihatemoneyPayer == "Dave")
+    }
+
+    @Test(arguments: [
+        ("ihatemoney_payers = alice\n", "ihatemoney_payers: must be account:member pairs separated by commas, like alice:Alice, bob:Bob"),
+        ("ihatemoney_payers = alice:Alice, bob\n", "ihatemoney_payers: must be account:member pairs separated by commas, like alice:Alice, bob:Bob"),
+        ("ihatemoney_payers = \n", "ihatemoney_payers: must be account:member pairs separated by commas, like alice:Alice, bob:Bob"),
+        ("ihatemoney_payers = alice:Alice,\n", "ihatemoney_payers: must be account:member pairs separated by commas, like alice:Alice, bob:Bob"),
+        ("ihatemoney_payers = :Alice\n", "ihatemoney_payers: '' is not an account name (a file name in accounts_dir, not hidden)"),
+        ("ihatemoney_payers = alice:\n", "ihatemoney_payers: must name a member, not be empty"),
+        ("ihatemoney_payers = alice:Alice, alice:Bob\n", "ihatemoney_payers: account 'alice' is given twice"),
+        ("ihatemoney_payers = .alice:Alice\n", "ihatemoney_payers: '.alice' is not an account name (a file name in accounts_dir, not hidden)"),
+        ("ihatemoney_payers = a/b:Alice\n", "ihatemoney_payers: 'a/b' is not an account name (a file name in accounts_dir, not hidden)"),
+    ])
+    func badPayers_areRefusedWithTheKey(_ line: String, _ message: String) {
+        let text = "backend = ihatemoney\nserver = http://h/api/projects/p\naccounts_dir = /a\n" + line
+        do {
+            _ = try Configuration.parse(arguments: ["--config", "x.conf"]) { _ in text }
+            Issue.record("accepted: \(line)")
+        } catch {
+            #expect("\(error)".hasSuffix("x.conf:4: " + message), "\(error)")
+        }
+    }
+
+    @Test func payersWithoutAccountsOrIhatemoney_areRefused() {
+        for (text, message) in [
+            ("backend = ihatemoney\nserver = http://h/api/projects/p\nihatemoney_payer = A\nihatemoney_payers = alice:Alice\n",
+             "ihatemoney_payers needs accounts_dir, whose files are its accounts; without it, ihatemoney_payer names the one payer"),
+            ("accounts_dir = /a\nihatemoney_payers = alice:Alice\n",
+             "ihatemoney_payer, ihatemoney_payers and ihatemoney_payed_for need backend = ihatemoney (backend is expense-server)"),
+        ] {
+            do {
+                _ = try Configuration.parse(arguments: ["--config", "x.conf"]) { _ in text }
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect("\(error)".hasSuffix(message), "\(error)")
+            }
         }
     }
 

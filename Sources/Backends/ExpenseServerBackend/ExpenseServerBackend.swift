@@ -131,8 +131,9 @@ public final class ExpenseServerBackend: SyncBackend {
         return Base64.encode(hasher.finalize())
     }
 
-    /// `GET /v1/expenses?since=…&limit=500`.
-    public func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply {
+    /// `GET /v1/expenses?since=…&limit=500`: the token's user's own, so the
+    /// account needs no more telling apart.
+    public func fetchChanges(since cursor: String?, token: String?, account: String) async -> ChangesReply {
         var url = settings.baseURL + "/v1/expenses?limit=500"
         if let cursor { url += "&since=" + Self.percentEncoded(cursor) }
         var headers: [(String, String)] = []

@@ -188,8 +188,9 @@ public final class FavaBackend: SyncBackend {
         }
     }
 
-    /// Every transaction of ours, as the ledger has it now.
-    public func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply {
+    /// Every transaction of ours, as the ledger has it now (fava has no
+    /// accounts: the configuration refuses `accounts_dir`).
+    public func fetchChanges(since cursor: String?, token: String?, account: String) async -> ChangesReply {
         switch await entries(where: "str(entry_meta('transaction_id')) ~ '^cp-'") {
         case .success(let entries):
             return .page(ChangesPage(expenses: entries.map { $0.expense(receiptURL: nil) }, nextCursor: nil, hasMore: false))

@@ -93,9 +93,11 @@ extension IhatemoneyBackend {
         return .success(read)
     }
 
-    /// A refresh: the bills that carry our marker, all on one page (the
-    /// API has no cursor); others' bills are not ours to show.
-    static func changes(from result: Result<HTTPResponse, TransportError>, receiptURL: (String) -> String?) -> ChangesReply {
+    /// A refresh: the bills that carry our marker (paid by member `paidBy`
+    /// when given), all on one page (the API has no cursor); others' bills
+    /// are not ours to show.
+    static func changes(from result: Result<HTTPResponse, TransportError>, paidBy: Int64? = nil,
+                        receiptURL: (String) -> String?) -> ChangesReply {
         let listed = listing(result, what: "bill list") { value -> [IhatemoneyBill]? in
             guard let items = value.arrayValue else { return nil }
             let bills = items.compactMap(IhatemoneyBill.init(json:))
@@ -103,7 +105,9 @@ extension IhatemoneyBackend {
         }
         switch listed {
         case .success(let bills):
-            let expenses = bills.compactMap { bill in bill.marker.map { bill.expense(marker: $0, receiptURL: receiptURL($0.transactionID)) } }
+            let expenses = bills.filter { paidBy == nil || $0.payerID == paidBy }.compactMap { bill in
+                bill.marker.map { bill.expense(marker: $0, receiptURL: receiptURL($0.transactionID)) }
+            }
             return .page(ChangesPage(expenses: expenses, nextCursor: nil, hasMore: false))
         case .failure(let failure):
             return failure.changesReply

@@ -19,8 +19,13 @@ public final class IhatemoneyBackend: SyncBackend {
         public var projectURL: String
         /// HTTP Basic's user; the private code (the token) is its password.
         public var projectID: String
-        /// The member who paid.
-        public var payer: String
+        /// The member who pays the default account's expenses; nil when
+        /// none is configured (its creates then need attention).
+        public var payer: String?
+        /// Each account's paying member, by account name; nil without
+        /// `accounts_dir`, where the one account's refresh shows every
+        /// bill carrying our marker instead of only its payer's.
+        public var payers: [String: String]?
         /// The members paid for; nil for every active member.
         public var payedFor: [String]?
         public var connections: Int
@@ -29,24 +34,30 @@ public final class IhatemoneyBackend: SyncBackend {
         /// Where receipts stay: ihatemoney stores no files.
         public var keptReceiptsDirectory: String
 
-        public init(projectURL: String, projectID: String, payer: String, payedFor: [String]?, connections: Int,
+        public init(projectURL: String, projectID: String, payer: String?, payers: [String: String]? = nil, payedFor: [String]?, connections: Int,
                     connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, keptReceiptsDirectory: String) {
             self.projectURL = projectURL
             self.projectID = projectID
             self.payer = payer
+            self.payers = payers
             self.payedFor = payedFor
             self.connections = connections
             self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
             self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
             self.keptReceiptsDirectory = keptReceiptsDirectory
         }
+
+        /// The member who pays `account`'s expenses, if one is configured.
+        public func payer(of account: String) -> String? {
+            account == AccountName.defaultName ? payer : payers?[account]
+        }
     }
 
     let settings: Settings
     let client: HTTPClient
     let kept: KeptReceipts
-    /// The payer's and the owers' member ids, once read from the project.
-    let members = Mutex<Members?>(nil)
+    /// The owers' and each payer's member ids, by payer name, once read from the project.
+    let members = Mutex<[String: Members]>([:])
 
     struct Members: Sendable, Equatable {
         let payer: Int64
@@ -103,8 +114,11 @@ public final class IhatemoneyBackend: SyncBackend {
                 }
             }
         }
+        guard let payer = settings.payer(of: job.account) else {
+            return .failed(SyncFailure(.unsupported, summary: Self.noPayer(job.account)))
+        }
         let ids: Members
-        switch await memberIDs(auth: auth) {
+        switch await memberIDs(payer: payer, auth: auth) {
         case .failure(let box): return box.outcome
         case .success(let found): ids = found
         }
@@ -223,9 +237,17 @@ public final class IhatemoneyBackend: SyncBackend {
         }
     }
 
-    /// The payer's and owers' ids, read from `GET …/members` once.
-    func memberIDs(auth: [(String, String)]) async -> Result<Members, SyncOutcomeError> {
-        if let known = members.withLock({ $0 }) { return .success(known) }
+    /// What a create of an account without a paying member says: nothing
+    /// was sent, and the configuration must name one.
+    static func noPayer(_ account: String) -> String {
+        account == AccountName.defaultName
+            ? "not sent: the default account has no paying member; set ihatemoney_payer = <member>, then retry"
+            : "not sent: account '\(account)' has no paying member; add \(account):<member> to ihatemoney_payers, then retry"
+    }
+
+    /// `payer`'s and the owers' ids, read from `GET …/members` once per payer.
+    func memberIDs(payer payerName: String, auth: [(String, String)]) async -> Result<Members, SyncOutcomeError> {
+        if let known = members.withLock({ $0[payerName] }) { return .success(known) }
         let result = await client.send(request("GET", "/members", auth: auth))
         let listed = Self.listing(result, what: "member list") { value -> [(name: String, id: Int64, active: Bool)]? in
             guard let items = value.arrayValue else { return nil }
@@ -240,8 +262,9 @@ public final class IhatemoneyBackend: SyncBackend {
         case .success(let list):
             // A member ihatemoney lacks is a configuration to fix: the job
             // is refused with the name (not cached: it may be added).
-            guard let payer = list.first(where: { $0.name == settings.payer }) else {
-                return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(settings.payer)' (ihatemoney_payer)"))))
+            guard let payer = list.first(where: { $0.name == payerName }) else {
+                let key = settings.payer == payerName ? "ihatemoney_payer" : "ihatemoney_payers"
+                return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(payerName)' (\(key))"))))
             }
             var owers: [Int64] = []
             if let names = settings.payedFor {
@@ -255,15 +278,29 @@ public final class IhatemoneyBackend: SyncBackend {
                 owers = list.filter(\.active).map(\.id)
             }
             let found = Members(payer: payer.id, owers: owers)
-            members.withLock { $0 = found }
+            members.withLock { $0[payerName] = found }
             return .success(found)
         }
     }
 
-    /// `GET …/bills`: every bill of ours, with its receipt when one is kept.
-    public func fetchChanges(since cursor: String?, token: String?) async -> ChangesReply {
-        let result = await client.send(request("GET", "/bills", auth: authorization(token)))
-        return Self.changes(from: result, receiptURL: kept.url(for:))
+    /// `GET …/bills`: every bill of ours, with its receipt when one is
+    /// kept. With accounts, an account's are the bills its member paid
+    /// (ihatemoney's project is one pot: the payer is whose a bill is); an
+    /// account without a paying member has none.
+    public func fetchChanges(since cursor: String?, token: String?, account: String) async -> ChangesReply {
+        let auth = authorization(token)
+        var payerID: Int64?
+        if settings.payers != nil {
+            guard let payer = settings.payer(of: account) else {
+                return .page(ChangesPage(expenses: [], nextCursor: nil, hasMore: false))
+            }
+            switch await memberIDs(payer: payer, auth: auth) {
+            case .failure(let failure): return failure.changesReply
+            case .success(let ids): payerID = ids.payer
+            }
+        }
+        let result = await client.send(request("GET", "/bills", auth: auth))
+        return Self.changes(from: result, paidBy: payerID, receiptURL: kept.url(for:))
     }
 
     public func shutdown() {
