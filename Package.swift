@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "SyncEngine", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Posix"]),
         // One module per backend behind the engine's seam; the only HTTP
         // code besides the Curl wrapper.
-        .target(name: "ExpenseServerBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
+        .target(name: "ExpenseServerBackend", dependencies: ["SyncEngine", "OutboxStore", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
                 path: "Sources/Backends/ExpenseServerBackend"),
         .target(name: "IhatemoneyBackend", dependencies: ["SyncEngine", "DaemonSupport", "ExpenseCore", "Curl", "Digest", "Posix"],
                 path: "Sources/Backends/IhatemoneyBackend"),

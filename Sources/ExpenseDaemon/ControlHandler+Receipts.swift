@@ -72,17 +72,8 @@ extension ControlHandler {
     /// Opens a file of the daemon's read-only and hashes all of it.
     private static func openAndHash(_ path: String) throws -> (FileDescriptor, Int64, [UInt8]) {
         let fd = try FileDescriptor.open(path, [.readOnly, .noFollow])
-        var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while true {
-            let n = try fd.read(into: buffer, at: offset)
-            if n == 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            offset += Int64(n)
-        }
-        return (fd, offset, hasher.finalize())
+        let (size, digest) = try ReceiptDirectory.digest(of: fd)
+        return (fd, size, digest)
     }
 
     /// Refuses bytes whose SHA-256 is not the one recorded when the daemon

@@ -19,6 +19,23 @@ public final class ReceiptDirectory: Sendable {
     /// stay a small part of the daemon's memory.
     package static let chunkSize = 64 * 1024
 
+    /// The size and SHA-256 of everything in `file`, read from offset 0
+    /// with `pread` in chunks, whatever the descriptor's position: how a
+    /// receipt file is hashed wherever one is (a staged or kept copy, a
+    /// spool file, an upload's body). Blocking.
+    public static func digest(of file: FileDescriptor) throws(SystemCallError) -> (size: Int64, sha256: [UInt8]) {
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while true {
+            let n = try file.read(into: buffer, at: offset)
+            if n == 0 { return (offset, hasher.finalize()) }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            offset += Int64(n)
+        }
+    }
+
     /// Copies the receipt in `source` into a new file, durably: temporary
     /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with
     /// `pread`, whatever the descriptor's position, in chunks that are

@@ -199,16 +199,7 @@ final class SpoolDirectory: Sendable {
 
     /// SHA-256 of everything in `file`, read from offset 0.
     static func digest(of file: FileDescriptor) throws(SystemCallError) -> [UInt8] {
-        var hasher = SHA256()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ReceiptDirectory.chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while true {
-            let n = try file.read(into: buffer, at: offset)
-            if n == 0 { return hasher.finalize() }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            offset += Int64(n)
-        }
+        try ReceiptDirectory.digest(of: file).sha256
     }
 
     /// Renames `taken` to `name`, or to `name.1`, `name.2`, … when a new

@@ -2,6 +2,7 @@ import Curl
 import DaemonSupport
 import Digest
 import ExpenseCore
+import OutboxStore
 import Posix
 import SyncEngine
 
@@ -116,19 +117,9 @@ public final class ExpenseServerBackend: SyncBackend {
         client.start(http) { result in answered(Self.outcome(of: result)) }
     }
 
-    /// Base64 of the SHA-256 of a file, read in chunks: `Repr-Digest`.
+    /// Base64 of the SHA-256 of a file: `Repr-Digest`.
     static func digest(of path: String) throws -> String {
-        let fd = try FileDescriptor.open(path, [.readOnly, .noFollow])
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-        var offset: Int64 = 0
-        while true {
-            let n = try fd.read(into: &buffer, at: offset)
-            if n == 0 { break }
-            buffer[0..<n].withUnsafeBytes { hasher.update($0) }
-            offset += Int64(n)
-        }
-        return Base64.encode(hasher.finalize())
+        Base64.encode(try ReceiptDirectory.digest(of: FileDescriptor.open(path, [.readOnly, .noFollow])).sha256)
     }
 
     /// `GET /v1/expenses?since=…&limit=500`: the token's user's own, so the
