@@ -96,8 +96,14 @@ extension ControlHandler {
             throw ControlFailure(.serverUnreachable, "the receipt of \(transactionID) is on the server, which cannot be reached: \(reason); try again later")
         case .notFound:
             throw ControlFailure(.noReceipt, "the server has no receipt for \(transactionID)")
-        case .refused(let reason):
-            throw ControlFailure(.serverRefused, "the server did not give the receipt of \(transactionID): \(reason)")
+        case .credentialsRefused(let code):
+            throw ControlFailure(.serverRefused, "the server did not give the receipt of \(transactionID): the server answered \(code) (credentials refused)")
+        case .failed(let failure) where failure.kind == .transient:
+            throw ControlFailure(.serverUnreachable, "the receipt of \(transactionID) is on the server, which cannot give it now: \(failure.summary); try again later")
+        case .failed(let failure):
+            throw ControlFailure(.serverRefused, "the server did not give the receipt of \(transactionID): \(failure.summary)")
+        case .tooLarge(let limit):
+            throw ControlFailure(.serverRefused, "the server did not give the receipt of \(transactionID): the receipt is larger than receipt_max_bytes (\(limit) bytes)")
         case .unsupported(let reason):
             throw ControlFailure(.serverRefused, "the receipt of \(transactionID) cannot be fetched: \(reason)")
         case .bytes(let bytes, let reprDigest):

@@ -154,6 +154,10 @@ import Testing
         #expect(refused.status == 69, "\(refused.stderr)")
         #expect(refused.stderr.contains("the server did not give the receipt of \(id): the server answered 401 (credentials refused)"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out))
+        // Refused as a sync request would be: the account waits for a new token.
+        let status = try sync.daemon.ctlJSON(["status"])
+        #expect(status["server"] == "needs_credentials", "\(status.serialized())")
+        #expect(status["last_error_class"] == "auth", "\(status.serialized())")
         for (what, text) in [("stderr", refused.stderr), ("stdout", refused.stdout + fetched.stdout + fetched.stderr), ("the daemon's log", sync.daemon.log)] {
             #expect(!text.contains(wrong) && !text.contains(sync.token), "no token in \(what)")
         }
@@ -230,6 +234,7 @@ import Testing
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let id = try Self.addSynced(sync)
+        #expect(try sync.daemon.ctlJSON(["status"])["server"] == "ok")
         sync.stopServer()
 
         let out = sync.daemon.directory.at("never.jpg")
@@ -239,10 +244,18 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: out))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: sync.daemon.directory.path).filter { $0.hasPrefix(".never.jpg.") }
         #expect(leftovers.isEmpty, "no temporary file left: \(leftovers)")
+        // The fetch was a contact like any other: status says what it found,
+        // as soon as the command has its answer.
+        let down = try sync.daemon.ctlJSON(["status"])
+        #expect(down["server"] == "unreachable", "\(down.serialized())")
+        #expect(down["last_error_class"] == "transport", "\(down.serialized())")
+        #expect(down["last_error"]?.stringValue?.isEmpty == false, "\(down.serialized())")
 
         try sync.startServer()
         #expect(try sync.daemon.ctl(["receipt", id, "-o", out]).status == 0)
         #expect(Self.bytes(out) == Self.jpeg)
+        let back = try sync.daemon.ctlJSON(["status"])
+        #expect(back["server"] == "ok" && back["last_error"] == .null, "the fetch that worked ends the outage: \(back.serialized())")
     }
 
     @Test func receipt_whoseServerCopyDiffersFromTheRecordedDigest_isRefused() throws {

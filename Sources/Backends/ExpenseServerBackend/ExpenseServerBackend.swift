@@ -148,7 +148,7 @@ public final class ExpenseServerBackend: SyncBackend {
         request.maxResponseBytes = settings.receiptMaxBytes
         let result = await client.send(request)
         if case .failure(let error) = result, error.isResponseTooLarge {
-            return .refused(reason: "the receipt is larger than receipt_max_bytes (\(settings.receiptMaxBytes) bytes)")
+            return .tooLarge(limit: settings.receiptMaxBytes)
         }
         return Self.receipt(from: result)
     }
@@ -165,10 +165,11 @@ public final class ExpenseServerBackend: SyncBackend {
             return .bytes(response.body, reprDigest: response.header("Repr-Digest").flatMap(Self.sha256(reprDigest:)))
         case 404:
             return .notFound
-        case 408, 425, 429, 500...599:
-            return .unanswered(reason: "the server answered \(response.status)")
+        case 401, 403:
+            return .credentialsRefused(code: "\(response.status)")
         default:
-            return .refused(reason: "the server answered \(response.status)\(response.status == 401 || response.status == 403 ? " (credentials refused)" : "")")
+            let error = ServerError(body: response.body)
+            return .failed(SyncFailure(kind(status: response.status, errorCode: error.code), summary: error.summary(status: response.status)))
         }
     }
 
