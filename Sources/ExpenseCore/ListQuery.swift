@@ -11,9 +11,12 @@ public struct ListQuery: Sendable, Equatable {
         case queued, sending, synced, needsAttention = "needs_attention", conflict, deleting
 
         /// `needs_attention` or `needs-attention` (the command line's spelling).
-        public init(parsing text: String) throws(FieldError) {
+        /// - Parameter dashed: name the known states as the command line
+        ///   spells them (`needs-attention`) when refusing `text`.
+        public init(parsing text: String, dashed: Bool = false) throws(FieldError) {
             guard let state = State(rawValue: String(text.map { $0 == "-" ? "_" : $0 })) else {
-                throw FieldError(field: "state", reason: "unknown state '\(text.prefix(64))'; known: \(State.allCases.map(\.rawValue).joined(separator: ", "))")
+                let known = State.allCases.map { dashed ? $0.rawValue.replacing("_", with: "-") : $0.rawValue }
+                throw FieldError(field: "state", reason: "unknown state '\(text.prefix(64))'; known: \(known.joined(separator: ", "))")
             }
             self = state
         }

@@ -148,7 +148,7 @@ func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
 func listQuery(_ invocation: Invocation) throws -> ListQuery {
     var query = ListQuery()
     do throws(FieldError) {
-        if let state = invocation.value("--state") { query.state = try ListQuery.State(parsing: state) }
+        if let state = invocation.value("--state") { query.state = try ListQuery.State(parsing: state, dashed: true) }
         if let sort = invocation.value("--sort") { query.sort = try ListQuery.Sort(parsing: sort) }
         if let limit = invocation.value("--limit") { query.limit = try ListQuery.parseCount(limit, field: "limit") }
         if let offset = invocation.value("--offset") { query.offset = try ListQuery.parseCount(offset, field: "offset") }
@@ -161,7 +161,9 @@ func listQuery(_ invocation: Invocation) throws -> ListQuery {
         query.totals = invocation.has("--totals")
         try query.check()
     } catch {
-        throw ClientError(status: .usage, message: "--\(error.field): \(error.reason)")
+        // The reason may quote what was typed: escaped, so that it can
+        // neither drive the terminal nor forge a line.
+        throw ClientError(status: .usage, message: "--\(error.field): \(error.reason.escapingControlCharacters())")
     }
     return query
 }

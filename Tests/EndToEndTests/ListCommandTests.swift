@@ -82,7 +82,11 @@ import Testing
         (["--since", "2026-13-01"], "--since: month 13 does not exist"),
         (["--until", "last week"], "--until: must be YYYY-MM-DD"),
         (["--since", "2026-12-01", "--until", "2026-11-01"], "--until: 2026-11-01 is before since (2026-12-01)"),
-        (["--state", "lost"], "--state: unknown state 'lost'"),
+        (["--state", "lost"], "--state: unknown state 'lost'; known: queued, sending, synced, needs-attention, conflict, deleting"),
+        // What was typed is quoted escaped: it cannot clear the terminal.
+        (["--state", "\u{1B}[2Jx"], "--state: unknown state '\\x1b[2Jx'"),
+        (["--sort", "a\tb"], "--sort: unknown sort 'a\\x09b'"),
+        (["--limit", "1\u{7F}"], "--limit: must be a whole number, got '1\\x7f'"),
         (["--sort", "size"], "--sort: unknown sort 'size'; known: date, amount, merchant, added"),
         (["--limit", "-1"], "--limit: must be from 1 to 100000, got -1"),
         (["--limit", "0"], "--limit: must be from 1 to 100000, got 0"),
@@ -101,6 +105,7 @@ import Testing
         let result = try daemon.ctl(["list"] + arguments)
         #expect(result.status == 64, "\(arguments): \(result.stderr)")
         #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        #expect(!result.stderr.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x7F }, "\(arguments): \(result.stderr)")
         #expect(result.stdout.isEmpty)
     }
 
