@@ -1,10 +1,15 @@
+import Posix
+
 /// One HTTP request for ``HTTPClient``.
 public struct HTTPRequest: Sendable {
     public enum Body: Sendable {
         case none
         case bytes([UInt8])
-        /// Streamed from a file the daemon owns, never read whole into memory.
-        case file(path: String, size: Int64)
+        /// Streamed from a file the caller opened, read from offset 0 with
+        /// `pread` (its position is neither used nor moved), never whole
+        /// into memory. The caller opens it, so a file that cannot be read
+        /// is the caller's to say before any request is made.
+        case file(FileDescriptor, size: Int64)
     }
 
     public var method: String

@@ -1,4 +1,5 @@
 internal import CCurl
+import Posix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ final class Transfer {
     let request: HTTPRequest
     let complete: @Sendable (Result<HTTPResponse, TransportError>) -> Void
     var headerList: UnsafeMutablePointer<curl_slist>?
-    var uploadDescriptor: Int32 = -1
+    /// The upload's file, and how far libcurl has read it.
+    var upload: (file: FileDescriptor, offset: Int64)?
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []
     /// Where libcurl writes its error detail; it keeps the pointer, so the
@@ -27,12 +29,11 @@ final class Transfer {
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
-        if uploadDescriptor >= 0 { close(uploadDescriptor) }
         errorBuffer.deallocate()
     }
 
     /// Sets every option for this request. Returns an error message when an
-    /// option is refused or the upload file cannot be opened.
+    /// option is refused.
     func configure() -> String? {
         let context = Unmanaged.passUnretained(self).toOpaque()
         var failures: [String] = []
@@ -92,17 +93,17 @@ final class Transfer {
             if request.method != "POST" {
                 check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
             }
-        case .file(let path, let size):
-            uploadDescriptor = open(path, O_RDONLY | O_CLOEXEC)
-            if uploadDescriptor < 0 {
-                return "cannot open upload file: \(String(cString: strerror(errno)))"
-            }
+        case .file(let file, let size):
+            upload = (file, 0)
             check(ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD, 1), "upload")
             check(ccurl_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "upload size")
             check(ccurl_easy_setopt_read_function(easy, CURLOPT_READFUNCTION, { buffer, size, count, context in
                 let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                let n = read(transfer.uploadDescriptor, buffer, size * count)
-                return n < 0 ? Int(CURL_READFUNC_ABORT) : n
+                guard let (file, offset) = transfer.upload,
+                      let n = try? file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count), at: offset)
+                else { return Int(CURL_READFUNC_ABORT) }
+                transfer.upload = (file, offset + Int64(n))
+                return n
             }), "read function")
             check(ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, context), "read data")
             if request.method != "PUT" {

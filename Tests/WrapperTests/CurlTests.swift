@@ -2,6 +2,7 @@ import Curl
 import Digest
 import ExpenseTestSupport
 import Foundation
+import Posix
 import Synchronization
 import Testing
 
@@ -44,7 +45,7 @@ import Testing
         let client = HTTPClient()
         defer { client.shutdown() }
         let response = try await client.send(HTTPRequest(method: "PUT", url: server.baseURL + "/r",
-            headers: [("Content-Type", "image/jpeg")], body: .file(path: path, size: Int64(bytes.count)))).get()
+            headers: [("Content-Type", "image/jpeg")], body: .file(FileDescriptor.open(path, [.readOnly]), size: Int64(bytes.count)))).get()
         #expect(response.status == 200)
         let request = try #require(server.requests.first)
         #expect(request.method == "PUT")

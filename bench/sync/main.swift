@@ -129,6 +129,12 @@ func plainLibcurl(server: ServerProcess, count: Int, receipt: [UInt8]?, receiptP
     defer { client.shutdown() }
     let base = "http://127.0.0.1:\(server.port)"
     let digest = receipt.map { "sha-256=:" + Base64Digest.of($0) + ":" }
+    // One descriptor for every upload: each request reads it with pread
+    // from offset 0, as the daemon's uploads do.
+    let receiptFile = receiptPath.map { path in
+        guard let file = try? FileDescriptor.open(path, [.readOnly]) else { fatalError("bench-sync: cannot open \(path)") }
+        return file
+    }
     let start = now(), startCPU = cpu(getpid())
     defer { lastPlainCPU = cpu(getpid()) - startCPU }
     await withTaskGroup(of: Void.self) { group in
@@ -144,11 +150,11 @@ func plainLibcurl(server: ServerProcess, count: Int, receipt: [UInt8]?, receiptP
                 _ = await client.send(HTTPRequest(method: "POST", url: base + "/v1/expenses",
                     headers: [("Authorization", "Bearer \(server.token)"), ("Idempotency-Key", "\"\(key)\""), ("Content-Type", "application/json")],
                     body: .bytes(body.serializedBytes())))
-                if let receiptPath, let digest {
+                if let receiptFile, let digest {
                     _ = await client.send(HTTPRequest(method: "PUT", url: base + "/v1/expenses/\(TransactionID.derive(from: key))/receipt",
                         headers: [("Authorization", "Bearer \(server.token)"), ("Idempotency-Key", "\"\(ClientID.make())\""),
                                   ("Content-Type", "image/jpeg"), ("Repr-Digest", digest)],
-                        body: .file(path: receiptPath, size: Int64(receipt!.count))))
+                        body: .file(receiptFile, size: Int64(receipt!.count))))
                 }
             }
         }

@@ -74,8 +74,9 @@ public final class ExpenseServerBackend: SyncBackend {
             // on disk since is refused by the server (`digest_mismatch`),
             // never stored as the receipt. Jobs queued before digests were
             // recorded have none, and their file is hashed as it is. Either
-            // way the file must open here: one that is gone is said, not
-            // retried as if the network had failed.
+            // way the file is opened here, once, and the request streams
+            // from that descriptor: one that is gone is said, not retried
+            // as if the network had failed.
             let recorded = job.receiptSHA256.map(Base64.encode)
             // Unstructured, and why it may be: `send` is called in the
             // engine's turn, often on the HTTP thread, which must not wait
@@ -83,14 +84,11 @@ public final class ExpenseServerBackend: SyncBackend {
             // engine counts as outstanding until then (it is the owner).
             Task { [self] in
                 do {
-                    let digest = try await digests.run {
-                        if let recorded {
-                            _ = try FileDescriptor.open(receiptPath, [.readOnly, .noFollow])
-                            return recorded
-                        }
-                        return try Self.digest(of: receiptPath)
+                    let (file, digest) = try await digests.run {
+                        let file = try FileDescriptor.open(receiptPath, [.readOnly, .noFollow])
+                        return (file, try recorded ?? Base64.encode(ReceiptDirectory.digest(of: file).sha256))
                     }
-                    start(request, body: .file(path: receiptPath, size: size), digest: digest, token: token, answered: answered)
+                    start(request, body: .file(file, size: size), digest: digest, token: token, answered: answered)
                 } catch {
                     answered(.receiptUnreadable(reason: "\(error)"))
                 }
@@ -115,11 +113,6 @@ public final class ExpenseServerBackend: SyncBackend {
         http.lowSpeedSeconds = 30
         http.caFile = settings.caFile
         client.start(http) { result in answered(Self.outcome(of: result)) }
-    }
-
-    /// Base64 of the SHA-256 of a file: `Repr-Digest`.
-    static func digest(of path: String) throws -> String {
-        Base64.encode(try ReceiptDirectory.digest(of: FileDescriptor.open(path, [.readOnly, .noFollow])).sha256)
     }
 
     /// `GET /v1/expenses?since=…&limit=500`: the token's user's own, so the
