@@ -88,6 +88,23 @@ import Testing
         #expect(try h.listed("carol") == [carols])
     }
 
+    /// `ihatemoney_payed_for` naming someone the project lacks holds the
+    /// creates with the name, but not the refresh, which needs only the
+    /// payer: a bill paid by Alice still reaches alice's list.
+    @Test func aMissingMemberPaidFor_holdsCreates_butNotTheRefresh() throws {
+        let h = try IhatemoneyAccountHarness(daemonArguments: ["--max-attempts", "1", "--ihatemoney-payed-for", "Bob,Dave"])
+        try h.startDaemon()
+        let alices = try h.add("alice", merchant: "Alice Shoes")
+        try waitUntil(timeout: 30, "alice's create to need attention") { try h.daemon.ctlJSON(["show", alices])["state"] == "needs_attention" }
+        #expect(try Self.lastError(h, alices) == "400 the ihatemoney project has no member 'Dave' (ihatemoney_payed_for)")
+        let byAlice = try Self.makeBill(h, payer: "Alice", what: "Groceries", amount: "7.50")
+        let sync = try h.daemon.ctl(["sync", "--refresh", "--wait"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        try waitUntil(timeout: 30, "the refresh to bring Alice's bill") { try h.listed("alice").contains(byAlice) }
+        #expect(try h.listed("alice") == [alices, byAlice])
+        #expect(try h.bills().count == 1, "only the bill made in ihatemoney")
+    }
+
     /// 10 creates each for alice and bob through a proxy that drops 30%
     /// of answers after ihatemoney committed: one bill each, right payer.
     @Test func lostAnswers_leaveOneBillPerExpense_withItsAccountsPayer() throws {

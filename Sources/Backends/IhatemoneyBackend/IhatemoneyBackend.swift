@@ -56,8 +56,14 @@ public final class IhatemoneyBackend: SyncBackend {
     let settings: Settings
     let client: HTTPClient
     let kept: KeptReceipts
-    /// The owers' and each payer's member ids, by payer name, once read from the project.
-    let members = Mutex<[String: Members]>([:])
+    /// The project's members as last read (``memberList(including:auth:)``).
+    let members = Mutex<[Member]?>(nil)
+
+    struct Member: Sendable, Equatable {
+        let name: String
+        let id: Int64
+        let active: Bool
+    }
 
     struct Members: Sendable, Equatable {
         let payer: Int64
@@ -245,42 +251,62 @@ public final class IhatemoneyBackend: SyncBackend {
             : "not sent: account '\(account)' has no paying member; add \(account):<member> to ihatemoney_payers, then retry"
     }
 
-    /// `payer`'s and the owers' ids, read from `GET …/members` once per payer.
-    func memberIDs(payer payerName: String, auth: [(String, String)]) async -> Result<Members, SyncOutcomeError> {
-        if let known = members.withLock({ $0[payerName] }) { return .success(known) }
+    /// The project's members, read from `GET …/members` once and again
+    /// whenever one of `names` is not among them (a member may have been
+    /// added since).
+    func memberList(including names: [String], auth: [(String, String)]) async -> Result<[Member], SyncOutcomeError> {
+        if let known = members.withLock({ $0 }), names.allSatisfy({ name in known.contains { $0.name == name } }) {
+            return .success(known)
+        }
         let result = await client.send(request("GET", "/members", auth: auth))
-        let listed = Self.listing(result, what: "member list") { value -> [(name: String, id: Int64, active: Bool)]? in
+        let listed = Self.listing(result, what: "member list") { value -> [Member]? in
             guard let items = value.arrayValue else { return nil }
-            let members = items.compactMap { item -> (name: String, id: Int64, active: Bool)? in
+            let members = items.compactMap { item -> Member? in
                 guard let name = item["name"]?.stringValue, let id = item["id"]?.intValue else { return nil }
-                return (name, id, item["activated"]?.boolValue ?? true)
+                return Member(name: name, id: id, active: item["activated"]?.boolValue ?? true)
             }
             return members.count == items.count ? members : nil
         }
-        switch listed {
-        case .failure(let outcome): return .failure(outcome)
-        case .success(let list):
-            // A member ihatemoney lacks is a configuration to fix: the job
-            // is refused with the name (not cached: it may be added).
-            guard let payer = list.first(where: { $0.name == payerName }) else {
-                let key = settings.payer == payerName ? "ihatemoney_payer" : "ihatemoney_payers"
-                return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(payerName)' (\(key))"))))
-            }
-            var owers: [Int64] = []
-            if let names = settings.payedFor {
-                for name in names {
-                    guard let member = list.first(where: { $0.name == name }) else {
-                        return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(name)' (ihatemoney_payed_for)"))))
-                    }
-                    owers.append(member.id)
-                }
-            } else {
-                owers = list.filter(\.active).map(\.id)
-            }
-            let found = Members(payer: payer.id, owers: owers)
-            members.withLock { $0[payerName] = found }
-            return .success(found)
+        if case .success(let list) = listed { members.withLock { $0 = list } }
+        return listed
+    }
+
+    /// The id of member `name`; one ihatemoney lacks is a configuration to
+    /// fix, refused naming the key that names it.
+    static func id(of name: String, in list: [Member], key: String) -> Result<Int64, SyncOutcomeError> {
+        guard let member = list.first(where: { $0.name == name }) else {
+            return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "400 the ihatemoney project has no member '\(name)' (\(key))"))))
         }
+        return .success(member.id)
+    }
+
+    /// The key that names `payer`, for the message when it is missing.
+    func payerKey(_ payer: String) -> String {
+        settings.payer == payer ? "ihatemoney_payer" : "ihatemoney_payers"
+    }
+
+    /// A create's payer and owers: `payer`'s id, and those of
+    /// `ihatemoney_payed_for` (every active member when not set).
+    func memberIDs(payer: String, auth: [(String, String)]) async -> Result<Members, SyncOutcomeError> {
+        let list: [Member]
+        switch await memberList(including: [payer] + (settings.payedFor ?? []), auth: auth) {
+        case .failure(let outcome): return .failure(outcome)
+        case .success(let found): list = found
+        }
+        let payerID: Int64
+        switch Self.id(of: payer, in: list, key: payerKey(payer)) {
+        case .failure(let outcome): return .failure(outcome)
+        case .success(let id): payerID = id
+        }
+        guard let names = settings.payedFor else { return .success(Members(payer: payerID, owers: list.filter(\.active).map(\.id))) }
+        var owers: [Int64] = []
+        for name in names {
+            switch Self.id(of: name, in: list, key: "ihatemoney_payed_for") {
+            case .failure(let outcome): return .failure(outcome)
+            case .success(let id): owers.append(id)
+            }
+        }
+        return .success(Members(payer: payerID, owers: owers))
     }
 
     /// `GET …/bills`: every bill of ours, with its receipt when one is
@@ -294,9 +320,11 @@ public final class IhatemoneyBackend: SyncBackend {
             guard let payer = settings.payer(of: account) else {
                 return .page(ChangesPage(expenses: [], nextCursor: nil, hasMore: false))
             }
-            switch await memberIDs(payer: payer, auth: auth) {
+            // Only the payer's id: the members paid for are the creates' concern.
+            let found = await memberList(including: [payer], auth: auth).flatMap { Self.id(of: payer, in: $0, key: payerKey(payer)) }
+            switch found {
             case .failure(let failure): return failure.changesReply
-            case .success(let ids): payerID = ids.payer
+            case .success(let id): payerID = id
             }
         }
         let result = await client.send(request("GET", "/bills", auth: auth))
