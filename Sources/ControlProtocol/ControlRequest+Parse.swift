@@ -81,8 +81,8 @@ extension ControlRequest {
             try f.allow([])
             return .status
         case .watch:
-            try f.allow([])
-            return .watch
+            try f.allow(["changes"])
+            return .watch(changes: try f.optionalBool("changes") ?? false)
         case .sync:
             try f.allow(["refresh"])
             return .sync(refresh: try f.optionalBool("refresh") ?? false)

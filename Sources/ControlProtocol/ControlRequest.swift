@@ -38,7 +38,8 @@ public struct ControlRequest: Sendable, Equatable {
         case retry(ref: String)
         case discard(ref: String)
         case status
-        case watch
+        /// Stream the queue's summary; with `changes`, each change of an expense instead.
+        case watch(changes: Bool = false)
         case sync(refresh: Bool)
         case stats
         /// Change fields; with `hasReceipt`, a descriptor came with the
@@ -97,8 +98,10 @@ public struct ControlRequest: Sendable, Equatable {
             if let receiptPath { members["receipt_path"] = .string(receiptPath) }
         case .list(let query):
             members.merge(query.jsonMembers) { _, new in new }
-        case .status, .watch, .stats:
+        case .status, .stats:
             break
+        case .watch(let changes):
+            if changes { members["changes"] = true }
         case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref), .receipt(let ref):
             members["ref"] = .string(ref)
         case .sync(let refresh):

@@ -17,6 +17,11 @@ final class ControlLoop {
     var acceptPausedUntil: UInt64 = 0
     /// The newest summary published for watchers, and its version.
     var newestSummary: (summaries: [AccountScope: QueueSummary], version: Int)?
+    /// The recent changes, for watchers of changes.
+    var ring = ChangeRing()
+    /// A watcher of changes gets more only while less than this waits for it:
+    /// the rest stays in the ring, so its buffer stays small.
+    static let changeOutputLimit = 64 * 1024
 
     final class Connection {
         let id: ConnectionID
@@ -42,6 +47,11 @@ final class ControlLoop {
         /// goes unpublished while its first answer is being made.
         var watchPending = false
         var sentSummaryVersion = 0
+        /// For a watcher of changes: the sequence number of the next change
+        /// it is owed (set when its request was framed, so none made while
+        /// it was answered is lost).
+        var changeCursor: Int64?
+        var watchesChanges = false
         var peerClosed = false
         var closeWhenFlushed = false
         /// When the last complete request arrived or answer went out: the
@@ -119,6 +129,7 @@ final class ControlLoop {
             enforceTimeouts()
             for connection in Array(connections.values) { processLines(connection); closeIfDone(connection) }
             offerNewestSummary()
+            offerChanges()
         }
     }
 
@@ -126,21 +137,23 @@ final class ControlLoop {
     /// when the loop should end right away.
     private func handleWakeup() -> Bool {
         server.wakeup.drain()
-        let (responses, summaries, version, stopping, pings) = server.shared.withLock { s in
-            defer { s.responses = []; s.pings = [] }
-            return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings)
+        let (responses, summaries, version, stopping, pings, changes) = server.shared.withLock { s in
+            defer { s.responses = []; s.pings = []; s.changes = [] }
+            return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings, s.changes)
         }
+        for change in changes { ring.append(change) }
         for (id, line, action, descriptor) in responses {
             guard let connection = connections[id] else { continue }
             if let descriptor { connection.outgoing.append((connection.output.count, descriptor)) }
             connection.queue(line)
             connection.inFlight = false
             connection.lastActivity = Clock.monotonicNanoseconds
-            if case .watch(let watchID, let seen, let scope) = action {
+            if case .watch(let watchID, let seen, let scope, let changes) = action {
                 connection.watchID = watchID
                 connection.watchScope = scope
                 connection.watchPending = false
                 connection.sentSummaryVersion = seen
+                connection.watchesChanges = changes
             }
         }
         if version > 0 { newestSummary = (summaries, version) }
@@ -159,7 +172,48 @@ final class ControlLoop {
         }
         for connection in Array(connections.values) { flush(connection); closeIfDone(connection) }
         offerNewestSummary()
+        offerChanges()
         return true
+    }
+
+    /// Sends each watcher of changes those after its cursor that are in its
+    /// scope, while little waits for it; one the ring lapped first gets a
+    /// line saying how many it missed. Never more than a ring is kept.
+    /// Nothing at all while earlier output waits, not even a count of what
+    /// it missed: that would grow with every change.
+    private func offerChanges() {
+        for connection in connections.values where connection.isWatching && connection.watchesChanges {
+            // Until the socket takes no more: with its output all written,
+            // no poll event would come back for the rest.
+            while connections[connection.id] != nil && connection.output.isEmpty && connection.changeCursor.map({ $0 < ring.nextSeq }) == true {
+                offerChanges(to: connection)
+            }
+        }
+    }
+
+    /// Up to ``changeOutputLimit`` of them, written as far as the socket takes.
+    private func offerChanges(to connection: Connection) {
+        guard var cursor = connection.changeCursor else { return }
+        var missed: Int64 = 0
+        if cursor < ring.firstSeq {
+            missed = ring.firstSeq - cursor
+            cursor = ring.firstSeq
+        }
+        while cursor < ring.nextSeq && connection.output.count < Self.changeOutputLimit {
+            defer { cursor += 1 }
+            guard let change = ring.change(cursor) else { missed += 1; continue }
+            if missed > 0 {
+                connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: ["missed": .integer(missed)]).json)
+                missed = 0
+            }
+            guard connection.watchScope.contains(change.account) else { continue }
+            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: change.json).json)
+        }
+        if missed > 0 {
+            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: ["missed": .integer(missed)]).json)
+        }
+        connection.changeCursor = cursor
+        flush(connection)
     }
 
     /// Sends the newest summary to each watcher that lacks it and has
@@ -171,7 +225,8 @@ final class ControlLoop {
     /// missed a refusal that way and waited out its timeout).
     private func offerNewestSummary() {
         guard let (summaries, version) = newestSummary else { return }
-        for connection in connections.values where connection.isWatching && connection.sentSummaryVersion < version && connection.output.isEmpty {
+        for connection in connections.values where connection.isWatching && !connection.watchesChanges && connection.sentSummaryVersion < version
+            && connection.output.isEmpty {
             // A version without this watcher's scope (published before it
             // was first watched) has nothing for it: the next one will.
             guard let summary = summaries[connection.watchScope] else { continue }
@@ -312,9 +367,13 @@ final class ControlLoop {
                     continue
                 }
                 connection.inFlight = true
-                if case .watch = request.command {
+                if case .watch(let changes) = request.command {
                     connection.watchPending = true
                     server.watcherCount.add(1, ordering: .relaxed)
+                    if changes {
+                        connection.changeCursor = ring.nextSeq
+                        server.changeWatcherCount.add(1, ordering: .relaxed)
+                    }
                 }
                 let incoming = IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer)
                 if direct?(incoming) != true { server.continuation.yield(incoming) }
@@ -403,5 +462,6 @@ final class ControlLoop {
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
         if connection.isWatching || connection.watchPending { server.watcherCount.subtract(1, ordering: .relaxed) }
+        if connection.changeCursor != nil { server.changeWatcherCount.subtract(1, ordering: .relaxed) }
     }
 }

@@ -22,6 +22,8 @@ public final class ControlServer: Sendable {
     let logger: Logger
     /// How many connections are watching (kept by the socket thread).
     let watcherCount = Atomic<Int>(0)
+    /// How many of them watch changes rather than summaries.
+    let changeWatcherCount = Atomic<Int>(0)
     private let finished = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
     struct SharedState: ~Copyable {
@@ -31,6 +33,10 @@ public final class ControlServer: Sendable {
         var summaryVersion = 0
         var stopping = false
         var pings: [@Sendable () -> Void] = []
+        /// Changes published since the socket thread last took them,
+        /// numbered; at most a ring's worth (older ones are missed anyway).
+        var changes: [ExpenseChange] = []
+        var lastChangeSeq: Int64 = 0
     }
 
     public init(listener: FileDescriptor, ownedSocketPath: String?, limits: ControlLimits, access: AccessPolicy, logger: Logger) throws(SystemCallError) {
@@ -86,6 +92,26 @@ public final class ControlServer: Sendable {
         }
         wakeup.signal()
     }
+
+    /// Adds committed changes to the ring `watch` connections follow; with
+    /// nobody watching changes they are dropped here.
+    public func publish(changes: [ExpenseChange]) {
+        guard hasChangeWatchers else { return }
+        shared.withLock { s in
+            for change in changes {
+                var numbered = change
+                s.lastChangeSeq += 1
+                numbered.seq = s.lastChangeSeq
+                s.changes.append(numbered)
+            }
+            if s.changes.count > ChangeRing.capacity { s.changes.removeFirst(s.changes.count - ChangeRing.capacity) }
+        }
+        wakeup.signal()
+    }
+
+    /// True when some connection watches changes (or asked to): the store
+    /// builds them only then.
+    public var hasChangeWatchers: Bool { changeWatcherCount.load(ordering: .relaxed) > 0 }
 
     /// The version of the newest published summary.
     public func publishedVersion() -> Int {

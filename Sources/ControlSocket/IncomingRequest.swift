@@ -22,5 +22,7 @@ public enum ResponseAction: Sendable {
     /// `seenVersion` is the published version current when the answered
     /// summary was read: anything published later is sent too. `scope` is
     /// whose queue it follows (a person's own account, or every account).
-    case watch(id: JSONValue, seenVersion: Int, scope: AccountScope = .all)
+    /// With `changes`, each change of an expense in `scope` instead
+    /// (the ring's changes after the request came), not summaries.
+    case watch(id: JSONValue, seenVersion: Int, scope: AccountScope = .all, changes: Bool = false)
 }

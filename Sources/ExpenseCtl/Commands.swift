@@ -91,7 +91,16 @@ let subcommands: [Subcommand] = [
                    not a terminal it never asks.
                    """, run: runDiscard),
     Subcommand("status", "Show the queue and the server's state.", run: runStatus),
-    Subcommand("watch", "Print the queue's state each time it changes, until interrupted.", run: runWatch),
+    Subcommand("watch", "Print one line per change of an expense's state, until interrupted.",
+               options: [CommandOption("--summary", valueName: nil, help: "print the queue's newest summary each time it changes instead")],
+               discussion: """
+                   Each line: the time (UTC), the transaction id, the state before and after,
+                   and why when there is more to say, e.g. (422 invalid_field amount). Only
+                   changes made while watching are shown. When expensed goes away (a restart)
+                   watch says so on standard error, connects again with a short backoff, and
+                   says when it is back (changes made meanwhile were not seen). With --json,
+                   one object per line: seq, at, account, transaction_id, from, to, reason.
+                   """, run: runWatch),
     Subcommand("sync", "Send the queue now (and fetch the server's changes with --refresh).",
                options: [
                    CommandOption("--refresh", valueName: nil, help: "also fetch what changed on the server"),

@@ -61,8 +61,58 @@ func serverText(_ report: StatusReport) -> String {
 }
 
 func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    if invocation.has("--summary") { return try watchSummaries(context) }
+    var lost = false
+    var backoffMilliseconds: Int32 = 100
+    while true {
+        do {
+            let client = try context.connect()
+            try client.send(.watch(changes: true))
+            // The first answer is the queue's summary: from here on every change is seen.
+            _ = try client.result(of: try client.readLine(), as: QueueSummary.self)
+            Output.error(lost ? "expensectl: reconnected to expensed; changes made meanwhile were not seen" : "expensectl: watching changes (times in UTC)")
+            lost = false
+            backoffMilliseconds = 100
+            while true { printChange(try client.readLine(), client, context) }
+        } catch let error as ClientError where error.status == .ioError || error.status == .unavailable {
+            // The daemon went away (a restart): say so once, then try again.
+            if !lost { Output.error("expensectl: lost expensed (\(error.message.prefix { $0 != "\n" })); reconnecting") }
+            lost = true
+            _ = try? Poll.wait([], timeoutMilliseconds: backoffMilliseconds)
+            backoffMilliseconds = min(backoffMilliseconds * 2, 2000)
+        }
+    }
+}
+
+/// One line of a change watch: the change, or how many the daemon could not keep for us.
+private func printChange(_ line: JSONValue, _ client: ControlClient, _ context: Context) {
+    guard case .object(let members) = line, members["ok"] == true, let result = members["result"] else {
+        // An error line from the daemon ends the watch as any command's error would.
+        _ = try? client.result(of: line, as: QueueSummary.self)
+        return
+    }
+    if let missed = result["missed"]?.intValue {
+        if context.json { Output.out(result.serialized()) } else { Output.out("(missed \(missed) changes: this watch read too slowly)") }
+        return
+    }
+    guard let change = ExpenseChange(json: result) else { return }
+    if context.json {
+        Output.out(change.json.serialized())
+        return
+    }
+    func state(_ name: String) -> String { name.replacingOccurrences("_", " ") }
+    var text = "\(Timestamp.format(milliseconds: change.wallMilliseconds))  \(change.transactionID.escapingControlCharacters())  "
+    text += "\(change.from.map(state) ?? "new") → \(state(change.to))"
+    if let reason = change.reason { text += "  (\(reason.escapingControlCharacters()))" }
+    if context.accounts == .all { text += "  [\(AccountName.displayName(change.account).escapingControlCharacters())]" }
+    Output.out(text)
+}
+
+/// The newest queue summary each time it changes (`watch --summary`);
+/// ends when the daemon goes away.
+private func watchSummaries(_ context: Context) throws -> ExitStatus {
     let client = try context.connect()
-    try client.send(.watch)
+    try client.send(.watch())
     while true {
         let summary = try client.result(of: try client.readLine(), as: QueueSummary.self)
         if context.json {
@@ -103,7 +153,7 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     }
     // Follow the queue until nothing is queued or sending.
     let deadline = timeout.map { Clock.monotonicNanoseconds + UInt64($0) * 1_000_000 }
-    try client.send(.watch)
+    try client.send(.watch())
     let progress = Terminal.isTerminal(1) && !context.json
     var last: QueueSummary?
     while true {

@@ -68,7 +68,7 @@ final class ControlHandler: Sendable {
                 logger.info("Receipt handed out (\(result.size) bytes, from \(result.source == .server ? "the server" : "the daemon's copy"))",
                             transactionID: result.transactionID)
                 return (ControlResponse(id: id, result), .next, descriptor)
-            case .watch:
+            case .watch(let changes):
                 let scope = try await callers.scope(for: incoming.peer, incoming.request.accounts).scope
                 // Published from now on; then the version before the read: a
                 // summary published meanwhile may be newer than the one
@@ -76,7 +76,7 @@ final class ControlHandler: Sendable {
                 publisher.watch(scope)
                 let seen = server.publishedVersion()
                 let summary = try await publisher.current(scope)
-                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope), nil)
+                return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope, changes: changes), nil)
             default:
                 return (ControlResponse(id: id, try await perform(incoming)), .next, nil)
             }

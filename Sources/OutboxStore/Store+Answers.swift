@@ -36,7 +36,7 @@ extension Store {
     public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
                          now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
-        return try await database.write(durability: durable ? .durable : .deferred) { db in
+        let recorded = try await database.write(durability: durable ? .durable : .deferred) { db in
             func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
                 if answer.goneOnServer {
                     try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
@@ -74,6 +74,25 @@ extension Store {
             }
             return results
         }
+        emit {
+            zip(answers, recorded).compactMap { answer, result in
+                guard case .success = result else { return nil }
+                return Store.change(answer.job, answer.update, now: now)
+            }
+        }
+        return recorded
+    }
+
+    /// The change an answer recorded makes to its expense, as `watch` shows it.
+    static func change(_ job: OutboxJob, _ update: JobUpdate, now: Int64) -> ExpenseChange {
+        let (to, reason): (String, String?) = switch update {
+        case .applied: (job.kind == .delete ? "deleted" : "synced", job.kind == .create || job.kind == .delete ? nil : "\(job.kind.rawValue) applied")
+        case .dropReceipt: ("synced", "receipt upload dropped")
+        case .requeue: ("queued", nil)
+        case .retry(let next, _, _, let error, _): ("queued", "\(error), retry in \(QueueSummary.age(milliseconds: next - now))")
+        case .needsAttention(_, _, let error, _): ("needs_attention", error)
+        }
+        return ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: to, reason: reason)
     }
 
     static func removesFile(_ job: OutboxJob, _ update: JobUpdate) -> Bool {
@@ -124,6 +143,7 @@ extension Store {
                 UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE seq = ?
                 """, [.text(error), .integer(job.seq)])
         }
+        emit { [ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "needs_attention", reason: error)] }
     }
 
     /// Adds `count` to the persistent counter `name`.

@@ -51,7 +51,7 @@ extension Store {
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
-        return try await database.write { db in
+        let claimed = try await database.write { db in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)\(skip)
@@ -72,6 +72,8 @@ extension Store {
                 return sent
             }
         }
+        emit { claimed.map { ExpenseChange(account: $0.account, transactionID: $0.transactionID, from: $0.kind == .delete ? "deleting" : "queued", to: "sending") } }
+        return claimed
     }
 
     /// The jobs' sequence numbers as one value, a JSON array, for
@@ -131,6 +133,14 @@ extension Store {
             }
         }
         for file in dropped.flatMap(\.1) { try? receipts.remove(file) }
+        emit {
+            let gone = Set(dropped.map(\.0))
+            return jobs.map { job in
+                gone.contains(job.transactionID)
+                    ? ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "deleted", reason: "never reached the server")
+                    : ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "queued", reason: error?.text)
+            }
+        }
         return dropped.map(\.0)
     }
 

@@ -73,15 +73,16 @@ extension Store {
     /// sent; otherwise queued edits and receipt uploads are dropped and one
     /// delete is queued.
     public func delete(ref: String, now: Int64, in scope: AccountScope = .all) async throws -> Deletion {
-        let (result, files) = try await database.write { db -> (Deletion, [String]) in
+        let (result, files, before) = try await database.write { db -> (Deletion, [String], (String, String)) in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
+            let before = (view.state.rawValue, try Store.account(db, transactionID: transactionID))
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
-                return (Deletion(transactionID: transactionID, droppedLocally: true), files)
+                return (Deletion(transactionID: transactionID, droppedLocally: true), files, before)
             }
             if jobs.contains(where: { $0.kind == .delete }) {
-                return (Deletion(transactionID: transactionID, droppedLocally: false), [])
+                return (Deletion(transactionID: transactionID, droppedLocally: false), [], before)
             }
             // Edits and uploads still waiting are moot once the expense goes.
             let moot = jobs.filter { ($0.kind == .edit || $0.kind == .receipt) && $0.state != .sending }
@@ -90,9 +91,13 @@ extension Store {
                 INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
                 VALUES (\(Store.nextSeq), ?1, 'delete', ?2, '{}', ?3, \(Store.accountOf(2)))
                 """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
-            return (Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile))
+            return (Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile), before)
         }
         for file in files { try? receipts.remove(file) }
+        if before.0 != "deleting" {
+            emit { [ExpenseChange(account: before.1, transactionID: result.transactionID, from: before.0,
+                                  to: result.droppedLocally ? "deleted" : "deleting", reason: result.droppedLocally ? "never reached the server" : nil)] }
+        }
         return result
     }
 

@@ -63,9 +63,12 @@ extension Store {
                 try Store.insertSource(db, transactionID: transactionID, .file(path: receiptPath), account: account, now: now)
             }
             return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
-        }, completion: { [receipts] result in
+        }, completion: { [self] result in
             // A receipt copy that did not become (or was already) a job goes.
             if let receipt, (try? result.get())?.isNew != true { try? receipts.remove(receipt.fileName) }
+            if (try? result.get())?.isNew == true {
+                emit { [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: "queued")] }
+            }
             completion(result)
         })
     }
@@ -174,7 +177,7 @@ extension Store {
     /// never apply (``AttentionHint/canRetry(errorClass:)``), which wait
     /// for `discard`.
     public func retry(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
-        try await database.write { db in
+        let (view, account) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
             if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
@@ -193,24 +196,34 @@ extension Store {
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
-            return view
+            return (view, try Store.account(db, transactionID: transactionID))
         }
+        emit { [ExpenseChange(account: account, transactionID: view.transactionID, from: "needs_attention", to: view.state.rawValue, reason: "retry asked")] }
+        return view
+    }
+
+    /// Whose expense `transactionID` is (its jobs', else its cache row's).
+    static func account(_ db: Connection, transactionID: String) throws -> String {
+        try db.queryFirst("SELECT account FROM jobs WHERE transaction_id = ?1 UNION ALL SELECT account FROM expenses WHERE transaction_id = ?1 LIMIT 1",
+                          [.text(transactionID)]) { $0.string(0) } ?? AccountName.defaultName
     }
 
     /// Removes all pending work of an expense, and its receipt files once
     /// that removal has committed. What the server already has stays.
     /// - Returns: the transaction id and how many jobs were removed.
     public func discard(ref: String, in scope: AccountScope = .all) async throws -> (transactionID: String, removed: Int) {
-        let (transactionID, files, removed) = try await database.write { db in
+        let (transactionID, files, removed, before) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            let before = (try Store.view(db, transactionID: transactionID)?.state.rawValue, try Store.account(db, transactionID: transactionID))
             let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0
             if sending > 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now; try again when the request finishes") }
             let files = try db.query("SELECT receipt_file FROM jobs WHERE transaction_id = ? AND receipt_file IS NOT NULL", [.text(transactionID)]) { $0.string(0) }
             try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
             let removed = db.changes
             if removed == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to discard; it is synced") }
-            return (transactionID, files, removed)
+            return (transactionID, files, removed, before)
         }
+        emit { [ExpenseChange(account: before.1, transactionID: transactionID, from: before.0, to: "discarded")] }
         // After the commit: a crash before this leaves orphans, which the
         // next start-up sweeps; never a job whose receipt is gone.
         for file in files { try? receipts.remove(file) }

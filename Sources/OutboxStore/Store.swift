@@ -13,6 +13,8 @@ public final class Store: Sendable {
     /// A stable id of this install, sent with every create as `device_id`.
     public let deviceID: String
     let database: DatabaseQueue
+    /// Each committed transition of an expense's state, for `watch`.
+    public let changes = ChangeFeed()
 
     /// `PRAGMA application_id` of an expensed database ("EXPD").
     static let applicationID: Int64 = 0x4558_5044
@@ -90,6 +92,12 @@ public final class Store: Sendable {
             FaultPoints.hit("store-probe")
             answer()
         }
+    }
+
+    /// Hands the changes a commit made to whoever watches them; `make`
+    /// runs only when someone does.
+    func emit(_ make: () -> [ExpenseChange]) {
+        changes.emit(at: Clock.wallMilliseconds, make)
     }
 
     /// Runs a read on the store's queue. For tests and tools that inspect the outbox.

@@ -15,7 +15,7 @@ import Testing
         .add(fields: ExpenseFields(merchant: "M", amount: "10.00", currency: "EUR", date: "2026-11-29"), clientID: "1b4e28ba-2fa1-11d2-883f-0000f87d3b6e", hasReceipt: false),
         .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true),
         .add(fields: ExpenseFields(), clientID: nil, hasReceipt: true, receiptPath: "/home/ann/scans/r\\1.pdf"),
-        .list(ListQuery()), .status, .watch, .stats,
+        .list(ListQuery()), .status, .watch(), .watch(changes: true), .stats,
         .list(ListQuery(state: .needsAttention, incomplete: true, since: "2026-01-01", until: "2026-12-31", merchant: "50%_off\\",
                         category: "Meals", sort: .amount, reverse: true, limit: 50, offset: 100, totals: true)),
         .list(ListQuery(state: .conflict, sort: .merchant)),

@@ -146,7 +146,7 @@ import Testing
         let daemon = DaemonHarness()
         try daemon.start()
         defer { daemon.stop() }
-        let watching = try ChildProcess(BuiltProducts.path("expensectl"), ["--socket", daemon.socketPath, "--json", "watch"],
+        let watching = try ChildProcess(BuiltProducts.path("expensectl"), ["--socket", daemon.socketPath, "--json", "watch", "--summary"],
                                         outputDirectory: daemon.directory.path, name: "watch")
         defer { watching.stop() }
         try waitUntil(timeout: 10, "the first summary") { watching.standardOutput.hasSuffix("\n") }
