@@ -62,6 +62,9 @@ func serverText(_ report: StatusReport) -> String {
 
 func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     if invocation.has("--summary") { return try watchSummaries(context) }
+    // No daemon at the start is an error, as for any command; once
+    // watched, losing it is a restart to wait out.
+    var connected = false
     var lost = false
     var backoffMilliseconds: Int32 = 100
     while true {
@@ -72,9 +75,10 @@ func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
             _ = try client.result(of: try client.readLine(), as: QueueSummary.self)
             Output.error(lost ? "expensectl: reconnected to expensed; changes made meanwhile were not seen" : "expensectl: watching changes (times in UTC)")
             lost = false
+            connected = true
             backoffMilliseconds = 100
             while true { printChange(try client.readLine(), client, context) }
-        } catch let error as ClientError where error.status == .ioError || error.status == .unavailable {
+        } catch let error as ClientError where (error.status == .ioError || error.status == .unavailable) && (lost || connected) {
             // The daemon went away (a restart): say so once, then try again.
             if !lost { Output.error("expensectl: lost expensed (\(error.message.prefix { $0 != "\n" })); reconnecting") }
             lost = true

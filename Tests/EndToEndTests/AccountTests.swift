@@ -201,7 +201,7 @@ import Testing
         #expect(states.first { $0["account"]?.stringValue == h.users.name("alice") }?["server"]?.stringValue == "ok")
         #expect(try h.ctl("root", ["status"]).stdout.contains("paused, needs credentials"))
         // A watch of alice's shows her queue, not the pause of bob's.
-        let watch = try h.users.run(as: "alice", "/usr/bin/timeout", ["2", BuiltProducts.path("expensectl"), "--socket", h.daemon.socketPath, "watch", "--json"])
+        let watch = try h.users.run(as: "alice", "/usr/bin/timeout", ["2", BuiltProducts.path("expensectl"), "--socket", h.daemon.socketPath, "watch", "--summary", "--json"])
         let first = try JSONValue.parse(Array((watch.stdout.split(separator: "\n").first ?? "").utf8))
         #expect(first["server"]?.stringValue == "ok" && first["queued"] == 0, "\(watch.stdout)")
         #expect(h.daemon.log.contains("of account \(h.users.name("bob")); its sending is paused"), "\(h.daemon.log)")

@@ -163,6 +163,26 @@ import Testing
         return Int(line.split(separator: " ")[1]) ?? 0
     }
 
+    @Test func alicesWatch_neverShowsBobsChanges() throws {
+        let h = try AccountHarness()
+        defer { h.users.remove() }
+        try h.startDaemon()
+        defer { h.daemon.stop() }
+        let alice = h.users.name("alice")
+        let watching = try ChildProcess("/usr/bin/setpriv", ["--reuid=\(alice)", "--regid=\(alice)", "--init-groups", "--",
+                                                             BuiltProducts.path("expensectl"), "--socket", h.daemon.socketPath, "--json", "watch"],
+                                        outputDirectory: h.directory.path, name: "watch-alice")
+        defer { watching.stop() }
+        try waitUntil(timeout: 20, "alice's watch to start") { watching.standardError.contains("watching changes") }
+        let bobs = try h.add("bob", merchant: "Bob One")
+        let hers = try h.add("alice", merchant: "Alice One")
+        try h.waitUntilDrained()
+        try waitUntil(timeout: 20, "alice's expense synced") { Self.changes(watching).contains { $0["to"] == "synced" } }
+        let seen = Self.changes(watching)
+        #expect(seen.allSatisfy { $0["transaction_id"]?.stringValue == hers && $0["account"]?.stringValue == alice }, "\(seen) bob's \(bobs)")
+        #expect(seen.map { $0["to"]?.stringValue } == ["queued", "sending", "synced"], "\(seen)")
+    }
+
     @Test func garbage_isRefusedClearly() throws {
         let daemon = DaemonHarness()
         try daemon.start()
