@@ -51,6 +51,12 @@ final class ControlLoop {
         /// it is owed (set when its request was framed, so none made while
         /// it was answered is lost).
         var changeCursor: Int64?
+        /// How many changes in its scope it was given or told it missed
+        /// (``ChangeRing/Counts/last(in:)`` when it began): what it is told
+        /// it missed is the rest, its own account's alone for one account.
+        var changesCounted: Int64 = 0
+        /// The counts when its request was framed, until its scope is known.
+        var countsAtRequest = ChangeRing.Counts()
         var watchesChanges = false
         var peerClosed = false
         var closeWhenFlushed = false
@@ -137,11 +143,11 @@ final class ControlLoop {
     /// when the loop should end right away.
     private func handleWakeup() -> Bool {
         server.wakeup.drain()
-        let (responses, summaries, version, stopping, pings, changes) = server.shared.withLock { s in
+        let (responses, summaries, version, stopping, pings, changes, lastAccountSeq) = server.shared.withLock { s in
             defer { s.responses = []; s.pings = []; s.changes = [] }
-            return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings, s.changes)
+            return (s.responses, s.summaries, s.summaryVersion, s.stopping, s.pings, s.changes, s.changes.isEmpty ? nil : s.lastAccountSeq)
         }
-        for change in changes { ring.append(change) }
+        if let lastAccountSeq { ring.append(changes, byAccount: lastAccountSeq) }
         for (id, line, action, descriptor) in responses {
             guard let connection = connections[id] else { continue }
             if let descriptor { connection.outgoing.append((connection.output.count, descriptor)) }
@@ -154,6 +160,7 @@ final class ControlLoop {
                 connection.watchPending = false
                 connection.sentSummaryVersion = seen
                 connection.watchesChanges = changes
+                if changes { connection.changesCounted = connection.countsAtRequest.last(in: scope) }
             }
         }
         if version > 0 { newestSummary = (summaries, version) }
@@ -194,24 +201,24 @@ final class ControlLoop {
     /// Up to ``changeOutputLimit`` of them, written as far as the socket takes.
     private func offerChanges(to connection: Connection) {
         guard var cursor = connection.changeCursor else { return }
-        var missed: Int64 = 0
-        if cursor < ring.firstSeq {
-            missed = ring.firstSeq - cursor
-            cursor = ring.firstSeq
+        let scope = connection.watchScope
+        func tellMissed(upTo ordinal: Int64) {
+            let missed = ordinal - connection.changesCounted
+            guard missed > 0 else { return }
+            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: ["missed": .integer(missed)]).json)
+            connection.changesCounted = ordinal
         }
+        // What the ring lapped, or never held, shows as a gap in the count.
+        cursor = max(cursor, ring.firstSeq)
         while cursor < ring.nextSeq && connection.output.count < Self.changeOutputLimit {
             defer { cursor += 1 }
-            guard let change = ring.change(cursor) else { missed += 1; continue }
-            if missed > 0 {
-                connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: ["missed": .integer(missed)]).json)
-                missed = 0
-            }
-            guard connection.watchScope.contains(change.account) else { continue }
+            guard let change = ring.change(cursor), scope.contains(change.account) else { continue }
+            let ordinal = ChangeRing.ordinal(of: change, in: scope)
+            tellMissed(upTo: ordinal - 1)
             connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: change.json).json)
+            connection.changesCounted = ordinal
         }
-        if missed > 0 {
-            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: ["missed": .integer(missed)]).json)
-        }
+        if cursor == ring.nextSeq { tellMissed(upTo: ring.counts.last(in: scope)) }
         connection.changeCursor = cursor
         flush(connection)
     }
@@ -372,6 +379,7 @@ final class ControlLoop {
                     server.watcherCount.add(1, ordering: .relaxed)
                     if changes {
                         connection.changeCursor = ring.nextSeq
+                        connection.countsAtRequest = ring.counts
                         server.changeWatcherCount.add(1, ordering: .relaxed)
                     }
                 }

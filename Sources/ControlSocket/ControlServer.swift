@@ -37,6 +37,8 @@ public final class ControlServer: Sendable {
         /// numbered; at most a ring's worth (older ones are missed anyway).
         var changes: [ExpenseChange] = []
         var lastChangeSeq: Int64 = 0
+        /// The last `accountSeq` given, by account.
+        var lastAccountSeq: [String: Int64] = [:]
     }
 
     public init(listener: FileDescriptor, ownedSocketPath: String?, limits: ControlLimits, access: AccessPolicy, logger: Logger) throws(SystemCallError) {
@@ -102,6 +104,8 @@ public final class ControlServer: Sendable {
                 var numbered = change
                 s.lastChangeSeq += 1
                 numbered.seq = s.lastChangeSeq
+                numbered.accountSeq = s.lastAccountSeq[change.account, default: 0] + 1
+                s.lastAccountSeq[change.account] = numbered.accountSeq
                 s.changes.append(numbered)
             }
             if s.changes.count > ChangeRing.capacity { s.changes.removeFirst(s.changes.count - ChangeRing.capacity) }

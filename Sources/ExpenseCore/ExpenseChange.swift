@@ -6,14 +6,18 @@ public struct ExpenseChange: Sendable, Equatable {
     /// Given by the daemon's ring of recent changes, in the order they came;
     /// 0 until then.
     public var seq: Int64 = 0
+    /// Its number among its account's changes, given with `seq`: a watcher
+    /// of one account counts what it missed of that account's alone.
+    public var accountSeq: Int64 = 0
     /// When it committed (wall clock, milliseconds since 1970).
     public var wallMilliseconds: Int64
     public var account: String
     public var transactionID: String
     /// The state before: nil for a new expense.
     public var from: String?
-    /// `queued`, `sending`, `synced`, `needs_attention`, `deleting`,
-    /// `deleted`, `discarded` (a state, or how its pending work ended).
+    /// `queued`, `sending`, `synced`, `conflict` (synced, with a value the
+    /// server held back), `needs_attention`, `deleting`, `deleted`,
+    /// `discarded` (a state, or how its pending work ended).
     public var to: String
     /// Why, when there is more to say: the server's refusal, a retry's delay.
     public var reason: String?
@@ -61,6 +65,10 @@ public final class ChangeFeed: Sendable {
     public func connect(wanted: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable ([ExpenseChange]) -> Void) {
         sink.withLock { $0 = (wanted, deliver) }
     }
+
+    /// Whether someone listens now: the store looks up what a change needs
+    /// only then.
+    public var isWanted: Bool { sink.withLock { $0 }?.wanted() == true }
 
     /// Delivers `changes` (built by `make` only when wanted), stamped `now`
     /// (wall clock, milliseconds) unless they carry their own time.

@@ -36,7 +36,8 @@ extension Store {
     public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
                          now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
-        let recorded = try await database.write(durability: durable ? .durable : .deferred) { db in
+        let watched = changes.isWanted
+        let (recorded, pending) = try await database.write(durability: durable ? .durable : .deferred) { db in
             func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
                 if answer.goneOnServer {
                     try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
@@ -72,27 +73,20 @@ extension Store {
             for (name, count) in latencies {
                 try Store.increment(db, name, by: count)
             }
-            return results
+            // For `watch`: what is left to send of each expense answered.
+            var pending: [String: String] = [:]
+            if watched {
+                for answer in answers { pending[answer.job.transactionID] = try Store.pendingState(db, transactionID: answer.job.transactionID) }
+            }
+            return (results, pending)
         }
         emit {
             zip(answers, recorded).compactMap { answer, result in
                 guard case .success = result else { return nil }
-                return Store.change(answer.job, answer.update, now: now)
+                return Store.change(answer.job, answer.update, pending: pending[answer.job.transactionID], now: now)
             }
         }
         return recorded
-    }
-
-    /// The change an answer recorded makes to its expense, as `watch` shows it.
-    static func change(_ job: OutboxJob, _ update: JobUpdate, now: Int64) -> ExpenseChange {
-        let (to, reason): (String, String?) = switch update {
-        case .applied: (job.kind == .delete ? "deleted" : "synced", job.kind == .create || job.kind == .delete ? nil : "\(job.kind.rawValue) applied")
-        case .dropReceipt: ("synced", "receipt upload dropped")
-        case .requeue: ("queued", nil)
-        case .retry(let next, _, _, let error, _): ("queued", "\(error), retry in \(QueueSummary.age(milliseconds: next - now))")
-        case .needsAttention(_, _, let error, _): ("needs_attention", error)
-        }
-        return ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: to, reason: reason)
     }
 
     static func removesFile(_ job: OutboxJob, _ update: JobUpdate) -> Bool {

@@ -44,9 +44,13 @@ extension Store {
     /// - Returns: transaction ids of tombstones that arrived.
     public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64,
                                  account: String = AccountName.defaultName) async throws -> [String] {
+        let watched = changes.isWanted
         // Deferred: a lost page is fetched again from the older cursor.
-        try await database.write(durability: .deferred) { db in
+        let (gone, made) = try await database.write(durability: .deferred) { db in
+            var made: [ExpenseChange] = []
             for expense in expenses {
+                let before = watched ? try db.queryFirst("SELECT version, deleted, conflict FROM expenses WHERE transaction_id = ?",
+                                                         [.text(expense.transactionID)]) { (version: $0.int(0), deleted: $0.bool(1), conflict: $0.bool(2)) } : nil
                 try Store.upsert(db, expense, account: account, now: now, ownAnswer: false)
                 if expense.deleted {
                     // Deleted elsewhere: a change still waiting here cannot apply.
@@ -57,13 +61,19 @@ extension Store {
                         WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
                         """, [.text(expense.transactionID)])
                 }
+                if watched, let change = Store.refreshChange(expense, before: before, pending: try Store.pendingState(db, transactionID: expense.transactionID),
+                                                             account: account) {
+                    made.append(change)
+                }
             }
             if let cursor {
                 try db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                                [.text(Store.cursorKey(account)), .text(cursor)])
             }
-            return expenses.filter(\.deleted).map(\.transactionID)
+            return (expenses.filter(\.deleted).map(\.transactionID), made)
         }
+        emit { made }
+        return gone
     }
 
     /// Where `account`'s last refresh stopped (opaque to the client).

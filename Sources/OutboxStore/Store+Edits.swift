@@ -17,13 +17,20 @@ extension Store {
     /// edit based on the cached version. A job being (or once) sent is
     /// never rewritten.
     public func edit(ref: String, fields: ExpenseFields, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
-        try await database.write { db in
+        let (before, after, account) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
             try Store.checkEditable(view)
             try Store.queueEdit(db, view, fields: fields, now: now)
-            return try Store.view(db, transactionID: transactionID)!
+            return (view, try Store.view(db, transactionID: transactionID)!, try Store.account(db, transactionID: transactionID))
         }
+        emit { [Store.editChange(before, after, account: account, reason: "edited: \(fields.changedNames.joined(separator: ", "))")] }
+        return after
+    }
+
+    /// The change an edit, a resolve or a receipt attached makes, as `watch` shows it.
+    static func editChange(_ before: ExpenseView, _ after: ExpenseView, account: String, reason: String) -> ExpenseChange {
+        ExpenseChange(account: account, transactionID: after.transactionID, from: watchedState(before), to: watchedState(after), reason: reason)
     }
 
     /// Refuses a change to an expense on its way out.
@@ -76,7 +83,7 @@ extension Store {
         let (result, files, before) = try await database.write { db -> (Deletion, [String], (String, String)) in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
-            let before = (view.state.rawValue, try Store.account(db, transactionID: transactionID))
+            let before = (Store.watchedState(view), try Store.account(db, transactionID: transactionID))
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
                 return (Deletion(transactionID: transactionID, droppedLocally: true), files, before)
@@ -105,7 +112,7 @@ extension Store {
     /// version, either the server's values (`takeMine: false`) or the ones
     /// this device sent, for every conflicted field.
     public func resolve(ref: String, takeMine: Bool, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
-        try await database.write { db in
+        let (before, after, account) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             guard let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first,
                   cached.conflict, !cached.conflicts.isEmpty else {
@@ -123,8 +130,15 @@ extension Store {
             } else {
                 try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: cached.version, now: now)
             }
-            return try Store.view(db, transactionID: transactionID)!
+            let before = ExpenseView.fold(cached: cached, jobs: [], transactionID: transactionID)
+            return (before, try Store.view(db, transactionID: transactionID)!, try Store.account(db, transactionID: transactionID))
         }
+        emit {
+            let reason = "conflict resolved with \(takeMine ? "this device's" : "the server's") values"
+            return [before.map { Store.editChange($0, after, account: account, reason: reason) }
+                ?? ExpenseChange(account: account, transactionID: after.transactionID, from: "conflict", to: Store.watchedState(after), reason: reason)]
+        }
+        return after
     }
 
     /// Removes the whole chain (create, edits, receipt jobs) of an expense

@@ -177,8 +177,9 @@ extension Store {
     /// never apply (``AttentionHint/canRetry(errorClass:)``), which wait
     /// for `discard`.
     public func retry(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
-        let (view, account) = try await database.write { db in
+        let (view, account, before) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            let before = try Store.pendingState(db, transactionID: transactionID)
             let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
             if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
             let held = try db.query("SELECT seq, last_error_class FROM jobs WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')",
@@ -196,16 +197,10 @@ extension Store {
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
-            return (view, try Store.account(db, transactionID: transactionID))
+            return (view, try Store.account(db, transactionID: transactionID), before)
         }
-        emit { [ExpenseChange(account: account, transactionID: view.transactionID, from: "needs_attention", to: view.state.rawValue, reason: "retry asked")] }
+        emit { [ExpenseChange(account: account, transactionID: view.transactionID, from: before, to: Store.watchedState(view), reason: "retry asked")] }
         return view
-    }
-
-    /// Whose expense `transactionID` is (its jobs', else its cache row's).
-    static func account(_ db: Connection, transactionID: String) throws -> String {
-        try db.queryFirst("SELECT account FROM jobs WHERE transaction_id = ?1 UNION ALL SELECT account FROM expenses WHERE transaction_id = ?1 LIMIT 1",
-                          [.text(transactionID)]) { $0.string(0) } ?? AccountName.defaultName
     }
 
     /// Removes all pending work of an expense, and its receipt files once
@@ -214,7 +209,7 @@ extension Store {
     public func discard(ref: String, in scope: AccountScope = .all) async throws -> (transactionID: String, removed: Int) {
         let (transactionID, files, removed, before) = try await database.write { db in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            let before = (try Store.view(db, transactionID: transactionID)?.state.rawValue, try Store.account(db, transactionID: transactionID))
+            let before = (try Store.view(db, transactionID: transactionID).map(Store.watchedState), try Store.account(db, transactionID: transactionID))
             let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0
             if sending > 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now; try again when the request finishes") }
             let files = try db.query("SELECT receipt_file FROM jobs WHERE transaction_id = ? AND receipt_file IS NOT NULL", [.text(transactionID)]) { $0.string(0) }

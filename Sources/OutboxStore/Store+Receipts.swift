@@ -83,7 +83,7 @@ extension Store {
     /// dropped uploads' files once it committed.
     public func attachReceipt(ref: String, _ receipt: StagedReceipt, fields: ExpenseFields, now: Int64,
                               in scope: AccountScope = .all) async throws -> ExpenseView {
-        let result: (ExpenseView, [String])
+        let result: (after: ExpenseView, superseded: [String], before: ExpenseView, account: String)
         do {
             result = try await database.write { db in
                 let transactionID = try Store.resolve(db, ref: ref, in: scope)
@@ -100,13 +100,19 @@ extension Store {
                     """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                           .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
                 try Store.recordDigest(db, of: receipt, transactionID: transactionID)
-                return (try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1))
+                return (try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1), view,
+                        try Store.account(db, transactionID: transactionID))
             }
         } catch {
             try? receipts.remove(receipt.fileName)
             throw error
         }
-        for file in result.1 { try? receipts.remove(file) }
-        return result.0
+        for file in result.superseded { try? receipts.remove(file) }
+        emit {
+            let edited = fields.isEmpty ? "" : "; edited: \(fields.changedNames.joined(separator: ", "))"
+            return [Store.editChange(result.before, result.after, account: result.account,
+                                     reason: (result.before.receipt == .none ? "receipt attached" : "receipt replaced") + edited)]
+        }
+        return result.after
     }
 }

@@ -94,12 +94,6 @@ public final class Store: Sendable {
         }
     }
 
-    /// Hands the changes a commit made to whoever watches them; `make`
-    /// runs only when someone does.
-    func emit(_ make: () -> [ExpenseChange]) {
-        changes.emit(at: Clock.wallMilliseconds, make)
-    }
-
     /// Runs a read on the store's queue. For tests and tools that inspect the outbox.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await database.read(body)

@@ -101,6 +101,145 @@ import Testing
         }
     }
 
+    /// Finds `wanted` (transaction id, from, to, start of the reason) in
+    /// `seen` in that order, other changes between them allowed.
+    static func expectInOrder(_ seen: [JSONValue], _ wanted: [(String, String?, String, String?)],
+                              sourceLocation: SourceLocation = #_sourceLocation) {
+        var rest = seen[...]
+        for want in wanted {
+            guard let found = rest.firstIndex(where: { change in
+                change["transaction_id"]?.stringValue == want.0 && change["from"]?.stringValue == want.1 && change["to"]?.stringValue == want.2
+                    && want.3.map { change["reason"]?.stringValue?.hasPrefix($0) == true } ?? true
+            }) else {
+                Issue.record("no change \(want) after those before it in \(seen.map { $0.serialized() }.joined(separator: "\n"))", sourceLocation: sourceLocation)
+                return
+            }
+            rest = rest[(found + 1)...]
+        }
+    }
+
+    /// The real server, two devices: what the other device's watch shows of
+    /// an expense learned from a refresh, edited into a conflict, resolved,
+    /// given a receipt, then deleted by the first device.
+    @Test func refreshEditConflictResolveReceiptAndRemoteDelete_eachShowAsTheirLine() throws {
+        let sync = try SyncHarness()
+        let other = sync.secondDevice()
+        try sync.daemon.start()
+        try other.start()
+        defer { sync.daemon.stop(); other.stop() }
+        let watching = try Self.watch(other, ["--json"], name: "watch-other")
+        defer { watching.stop() }
+        let first = try Self.watch(sync.daemon, ["--json"], name: "watch-first")
+        defer { first.stop() }
+
+        // A receipt added with its expense: the create's answer leaves the
+        // upload to send, so the expense is synced only after it.
+        let receipt = sync.daemon.directory.at("scan.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
+        let scanned = try sync.daemon.ctlJSON(["add", "--receipt", receipt, "--merchant", "Scan", "--amount", "3.00", "--currency", "EUR",
+                                               "--date", "2026-11-29"])
+        let scan = try #require(scanned["transaction_id"]?.stringValue)
+        let id = try Self.add(sync.daemon, "Blue Bottle")
+        try sync.waitUntilDrained()
+        try waitUntil(timeout: 20, "the receipt's upload") {
+            Self.changes(first).contains { $0["transaction_id"]?.stringValue == scan && $0["to"] == "synced" }
+        }
+        let scanChanges = Self.changes(first).filter { $0["transaction_id"]?.stringValue == scan }
+        #expect(scanChanges.filter { $0["to"] == "synced" }.count == 1, "synced once, when nothing is left: \(scanChanges)")
+        #expect(scanChanges.last?["reason"] == "receipt applied", "\(scanChanges)")
+        Self.expectInOrder(scanChanges, [(scan, nil, "queued", nil), (scan, "sending", "queued", "create applied"), (scan, "sending", "synced", "receipt applied")])
+
+        #expect(try other.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
+        try waitUntil(timeout: 20, "the refresh") { Self.changes(watching).contains { $0["transaction_id"]?.stringValue == id } }
+
+        // Both change the currency: the first device's reaches the server first.
+        sync.stopServer()
+        try OfflineEditTests.edit(sync.daemon, id, ["--currency", "USD"])
+        try OfflineEditTests.edit(other, id, ["--currency", "GBP", "--merchant", "Second"])
+        other.stop()
+        try sync.startServer()
+        #expect(try sync.daemon.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        // The other device's edit waits until its watch is back.
+        sync.stopServer()
+        try other.start()
+        try waitUntil(timeout: 20, "watch to reconnect") { watching.standardError.contains("reconnected") }
+        try sync.startServer()
+        #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        try waitUntil(timeout: 20, "the conflict") { Self.changes(watching).contains { $0["to"] == "conflict" } }
+        #expect(try other.ctl(["resolve", id, "--take", "mine"]).status == 0)
+        #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+        let otherReceipt = other.directory.at("later.jpg")
+        SampleReceipt.write(SampleReceipt.jpeg(seed: 2), to: otherReceipt)
+        try OfflineEditTests.edit(other, id, ["--receipt", otherReceipt])
+        #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
+
+        _ = try sync.daemon.ctlJSON(["delete", id])
+        try sync.waitUntilDrained()
+        #expect(try other.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
+        try waitUntil(timeout: 20, "the delete learned") { Self.changes(watching).contains { $0["to"] == "deleted" } }
+
+        let seen = Self.changes(watching)
+        Self.expectInOrder(seen, [
+            (id, nil, "synced", "from the server"),
+            (id, "synced", "queued", "edited: merchant, currency"),
+            (id, "sending", "conflict", "conflict on currency: the server kept USD, not GBP"),
+            (id, "conflict", "queued", "conflict resolved with this device's values"),
+            (id, "sending", "synced", "edit applied"),
+            (id, "synced", "queued", "receipt attached"),
+            (id, "sending", "synced", "receipt applied"),
+            (id, "synced", "deleted", "deleted on the server"),
+        ])
+        // The first device's own edit, applied: no line from the refresh of what it sent itself.
+        Self.expectInOrder(Self.changes(first), [(id, "synced", "queued", "edited: currency"), (id, "sending", "synced", "edit applied"),
+                                                 (id, "synced", "deleting", nil), (id, "sending", "deleted", nil)])
+        let text = try Self.watch(other, [], name: "watch-text")
+        defer { text.stop() }
+        let again = try Self.add(other, "Later")
+        try waitUntil(timeout: 20, "the text line") { text.standardOutput.contains("\(again)  new → queued") }
+    }
+
+    /// Alice reads nothing while Bob and she add thousands: what she is told
+    /// she missed counts her changes alone, never Bob's.
+    @Test func aLaggingWatcherOfOneAccount_isToldWhatItMissedOfItsOwn() throws {
+        let daemon = DaemonHarness(arguments: ["--control-idle-timeout", "1h"])
+        let accounts = daemon.directory.at("accounts")
+        try FileManager.default.createDirectory(atPath: accounts, withIntermediateDirectories: true)
+        chmod(accounts, 0o700)
+        for name in ["alice", "bob"] { try Data("token-\(name)\n".utf8).write(to: URL(fileURLWithPath: "\(accounts)/\(name)")) }
+        daemon.arguments += ["--accounts-dir", accounts]
+        try daemon.start()
+        defer { daemon.stop() }
+        let reader = try RawClient(path: daemon.socketPath)
+        try reader.send(#"{"id":3,"op":"watch","changes":true,"account":"alice"}"# + "\n")
+        #expect(try reader.readJSONLine()["ok"] == true, "the summary comes first")
+        let writer = try RawClient(path: daemon.socketPath)
+        let each = 5_000
+        for n in 0..<each {
+            for name in ["alice", "bob"] {
+                try writer.send(#"{"op":"add","account":"\#(name)","expense":{"merchant":"Shop \#(n)","amount":"1.00","currency":"EUR","date":"2026-11-29"}}"# + "\n")
+                let added = try writer.readJSONLine()
+                #expect(added["ok"] == true, "\(added)")
+            }
+        }
+        var changes = 0
+        var missed: Int64 = 0
+        while changes + Int(missed) < each, let line = try? reader.readJSONLine() {
+            if let count = line["result"]?["missed"]?.intValue {
+                missed += count
+            } else {
+                #expect(line["result"]?["account"] == "alice", "\(line)")
+                changes += 1
+            }
+        }
+        #expect(missed > 0, "the ring lapped her")
+        #expect(changes + Int(missed) == each, "her \(each) changes, seen or missed: \(changes) seen, \(missed) missed")
+        // Nothing more: Bob's changes were not counted as hers.
+        try writer.send(#"{"op":"add","account":"alice","expense":{"merchant":"Last","amount":"1.00","currency":"EUR","date":"2026-11-29"}}"# + "\n")
+        #expect(try writer.readJSONLine()["ok"] == true)
+        let last = try reader.readJSONLine()
+        #expect(last["result"]?["from"] == .null && last["result"]?["to"] == "queued", "the next line is her next change: \(last)")
+    }
+
     @Test func theDaemonKilledAndRestarted_watchReconnects_andShowsLaterChanges() throws {
         let daemon = DaemonHarness()
         try daemon.start()
