@@ -9,7 +9,7 @@ import Synchronization
 /// parsed requests to the handlers through ``requests``. Handlers answer
 /// with ``respond(to:_:then:)`` from any thread; one request per connection
 /// is in flight at a time, so answers keep their order.
-public final class ControlServer: Sendable {
+public final class ControlServer: ChangeSink {
     public let requests: AsyncStream<IncomingRequest>
     let continuation: AsyncStream<IncomingRequest>.Continuation
     let listener: FileDescriptor
@@ -98,7 +98,7 @@ public final class ControlServer: Sendable {
     /// Adds committed changes to the ring `watch` connections follow; with
     /// nobody watching changes they are dropped here.
     public func publish(changes: [ExpenseChange]) {
-        guard hasChangeWatchers else { return }
+        guard wantsChanges else { return }
         shared.withLock { s in
             for change in changes {
                 var numbered = change
@@ -115,7 +115,7 @@ public final class ControlServer: Sendable {
 
     /// True when some connection watches changes (or asked to): the store
     /// builds them only then.
-    public var hasChangeWatchers: Bool { changeWatcherCount.load(ordering: .relaxed) > 0 }
+    public var wantsChanges: Bool { changeWatcherCount.load(ordering: .relaxed) > 0 }
 
     /// The version of the newest published summary.
     public func publishedVersion() -> Int {

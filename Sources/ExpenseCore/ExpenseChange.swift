@@ -52,34 +52,45 @@ public struct ExpenseChange: Sendable, Equatable {
     }
 }
 
+/// Where the store's changes go: the daemon's control server.
+public protocol ChangeSink: AnyObject, Sendable {
+    /// Whether someone listens now.
+    var wantsChanges: Bool { get }
+    func publish(changes: [ExpenseChange])
+}
+
 /// Where the store hands the changes it committed: nowhere until the
 /// daemon connects a sink, and while nobody wants them (then the store does
 /// not even build them: an add pays a lock and a counter's load).
+///
+/// The sink is an object, not a pair of closures: a closure kept in a
+/// `Mutex` and copied out on each call is wrapped in two more
+/// reabstraction thunks every time (Swift 6.3), so each call ran through
+/// all the wrappers of those before it.
 public final class ChangeFeed: Sendable {
-    private let sink = Mutex<(wanted: @Sendable () -> Bool, deliver: @Sendable ([ExpenseChange]) -> Void)?>(nil)
+    private let sink = Mutex<(any ChangeSink)?>(nil)
 
     public init() {}
 
-    /// Sends changes to `deliver` from now on, whenever `wanted` says
-    /// someone listens.
-    public func connect(wanted: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable ([ExpenseChange]) -> Void) {
-        sink.withLock { $0 = (wanted, deliver) }
+    /// Sends changes to `sink` from now on, whenever it wants them.
+    public func connect(_ sink: any ChangeSink) {
+        self.sink.withLock { $0 = sink }
     }
 
     /// Whether someone listens now: the store looks up what a change needs
     /// only then.
-    public var isWanted: Bool { sink.withLock { $0 }?.wanted() == true }
+    public var isWanted: Bool { sink.withLock { $0 }?.wantsChanges == true }
 
     /// Delivers `changes` (built by `make` only when wanted), stamped `now`
     /// (wall clock, milliseconds) unless they carry their own time.
     public func emit(at now: @autoclosure () -> Int64, _ make: () -> [ExpenseChange]) {
-        guard let (wanted, deliver) = sink.withLock({ $0 }), wanted() else { return }
+        guard let sink = sink.withLock({ $0 }), sink.wantsChanges else { return }
         let now = now()
         let changes = make().map { change in
             var stamped = change
             if stamped.wallMilliseconds == 0 { stamped.wallMilliseconds = now }
             return stamped
         }
-        if !changes.isEmpty { deliver(changes) }
+        if !changes.isEmpty { sink.publish(changes: changes) }
     }
 }

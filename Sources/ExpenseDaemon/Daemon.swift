@@ -115,7 +115,7 @@ public enum Daemon {
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
         let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
-        store.changes.connect(wanted: { server.hasChangeWatchers }, deliver: { server.publish(changes: $0) })
+        store.changes.connect(server)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.map { record in
                 let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)

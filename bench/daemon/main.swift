@@ -220,6 +220,33 @@ do {
     print("add p50 with accounts_dir: \(ms(p50With)) vs \(ms(p50Without)) without; ratio \(String(format: "%.2f", p50With / p50Without)) (target <= 1.1)")
 }
 
+// 5b. Add latency with a watcher of changes (`watch` with `changes`)
+// reading each change its add made vs a daemon nobody watches, two daemons
+// sampled in turn. The change is read after the add's answer, untimed.
+do {
+    let plain = try startDaemon(), watched = try startDaemon()
+    let watcher = try RawClient(path: watched.socketPath)
+    try watcher.send(#"{"op":"watch","changes":true}"# + "\n")
+    _ = try watcher.readJSONLine()
+    let a = try RawClient(path: plain.socketPath), b = try RawClient(path: watched.socketPath)
+    var without: [Double] = [], with: [Double] = []
+    for _ in 0..<samples {
+        var start = BenchRun.now()
+        _ = try add(a)
+        without.append(BenchRun.now() - start)
+        start = BenchRun.now()
+        let answer = try JSONValue.parse(try add(b))
+        with.append(BenchRun.now() - start)
+        let change = try watcher.readJSONLine()
+        precondition(change["result"]?["transaction_id"] == answer["result"]?["transaction_id"] && change["result"]?["to"] == "queued",
+                     "the watcher saw \(change) for \(answer)")
+    }
+    plain.stop()
+    watched.stop()
+    let p50With = BenchRun.percentile(with, 0.5), p50Without = BenchRun.percentile(without, 0.5)
+    print("add p50 with a watcher of changes: \(ms(p50With)) vs \(ms(p50Without)) unwatched; ratio \(String(format: "%.2f", p50With / p50Without))")
+}
+
 // 6. Idle: wakeups and memory over a window, without and with a watchdog.
 for (label, env) in [("no watchdog", [String: String]()), ("WatchdogSec=30s", ["WATCHDOG_USEC": "30000000"])] {
     let daemon = try startDaemon(environment: env)
