@@ -191,6 +191,24 @@ do {
     print("add p50 with \(backlog) jobs queued: \(ms(full)) vs \(ms(empty)) empty; ratio \(String(format: "%.2f", full / empty)) (target <= 1.2)")
 }
 
+/// `samples` adds to each of two daemons in turn, one to `a`, one to `b`,
+/// so both see the same machine; `afterB` runs, untimed, after each of
+/// `b`'s with its answer.
+func addsInTurn(_ a: DaemonHarness, _ b: DaemonHarness, afterB: ([UInt8]) throws -> Void) throws -> (a: [Double], b: [Double]) {
+    let first = try RawClient(path: a.socketPath), second = try RawClient(path: b.socketPath)
+    var timesA: [Double] = [], timesB: [Double] = []
+    for _ in 0..<samples {
+        var start = BenchRun.now()
+        _ = try add(first)
+        timesA.append(BenchRun.now() - start)
+        start = BenchRun.now()
+        let answer = try add(second)
+        timesB.append(BenchRun.now() - start)
+        try afterB(answer)
+    }
+    return (timesA, timesB)
+}
+
 // 5. Add latency with accounts configured (accounts_dir with the caller's
 // token file: its uid looked up, its file looked at, on every add) vs
 // without, two daemons sampled in turn so both see the same machine.
@@ -202,16 +220,7 @@ do {
     let plain = try startDaemon()
     let withAccounts = DaemonHarness(arguments: ["--accounts-dir", accounts])
     try withAccounts.start()
-    let a = try RawClient(path: plain.socketPath), b = try RawClient(path: withAccounts.socketPath)
-    var without: [Double] = [], with: [Double] = []
-    for _ in 0..<samples {
-        var start = BenchRun.now()
-        _ = try add(a)
-        without.append(BenchRun.now() - start)
-        start = BenchRun.now()
-        _ = try add(b)
-        with.append(BenchRun.now() - start)
-    }
+    let (without, with) = try addsInTurn(plain, withAccounts) { _ in }
     let accountsOfJobs = try Connection(path: withAccounts.stateDirectory + "/expensed.db").query("SELECT DISTINCT account FROM jobs") { $0.string(0) }
     plain.stop()
     withAccounts.stop()
@@ -228,18 +237,11 @@ do {
     let watcher = try RawClient(path: watched.socketPath)
     try watcher.send(#"{"op":"watch","changes":true}"# + "\n")
     _ = try watcher.readJSONLine()
-    let a = try RawClient(path: plain.socketPath), b = try RawClient(path: watched.socketPath)
-    var without: [Double] = [], with: [Double] = []
-    for _ in 0..<samples {
-        var start = BenchRun.now()
-        _ = try add(a)
-        without.append(BenchRun.now() - start)
-        start = BenchRun.now()
-        let answer = try JSONValue.parse(try add(b))
-        with.append(BenchRun.now() - start)
+    let (without, with) = try addsInTurn(plain, watched) { answer in
         let change = try watcher.readJSONLine()
-        precondition(change["result"]?["transaction_id"] == answer["result"]?["transaction_id"] && change["result"]?["to"] == "queued",
-                     "the watcher saw \(change) for \(answer)")
+        let added = try JSONValue.parse(answer)
+        precondition(change["result"]?["transaction_id"] == added["result"]?["transaction_id"] && change["result"]?["to"] == "queued",
+                     "the watcher saw \(change) for \(added)")
     }
     plain.stop()
     watched.stop()
