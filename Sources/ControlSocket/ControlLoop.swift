@@ -161,6 +161,11 @@ final class ControlLoop {
                 connection.sentSummaryVersion = seen
                 connection.watchesChanges = changes
                 if changes { connection.changesCounted = connection.countsAtRequest.last(in: scope) }
+            } else if connection.watchPending {
+                // Its watch was refused (an account it may not see): it
+                // watches nothing, and the store need not make changes for it.
+                connection.watchPending = false
+                stopCounting(connection)
             }
         }
         if version > 0 { newestSummary = (summaries, version) }
@@ -215,7 +220,10 @@ final class ControlLoop {
             guard let change = ring.change(cursor), scope.contains(change.account) else { continue }
             let ordinal = ChangeRing.ordinal(of: change, in: scope)
             tellMissed(upTo: ordinal - 1)
-            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: change.json).json)
+            // Numbered within its scope: a watcher of one account learns nothing of others'.
+            var numbered = change
+            numbered.seq = ordinal
+            connection.send(ControlResponse.success(id: connection.watchID ?? .null, result: numbered.json).json)
             connection.changesCounted = ordinal
         }
         if cursor == ring.nextSeq { tellMissed(upTo: ring.counts.last(in: scope)) }
@@ -374,13 +382,16 @@ final class ControlLoop {
                     continue
                 }
                 connection.inFlight = true
-                if case .watch(let changes) = request.command {
+                if case .watch(let changes) = request.command, !connection.watchPending {
+                    // Counted once: summaries are made while anyone watches
+                    // them, changes while anyone watches changes.
                     connection.watchPending = true
-                    server.watcherCount.add(1, ordering: .relaxed)
                     if changes {
                         connection.changeCursor = ring.nextSeq
                         connection.countsAtRequest = ring.counts
                         server.changeWatcherCount.add(1, ordering: .relaxed)
+                    } else {
+                        server.watcherCount.add(1, ordering: .relaxed)
                     }
                 }
                 let incoming = IncomingRequest(connection: connection.id, request: request, receipt: receipt, peer: connection.peer)
@@ -469,7 +480,16 @@ final class ControlLoop {
 
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
-        if connection.isWatching || connection.watchPending { server.watcherCount.subtract(1, ordering: .relaxed) }
-        if connection.changeCursor != nil { server.changeWatcherCount.subtract(1, ordering: .relaxed) }
+        if connection.isWatching || connection.watchPending { stopCounting(connection) }
+    }
+
+    /// Takes a connection that watches, or asked to, out of the counts.
+    private func stopCounting(_ connection: Connection) {
+        if connection.changeCursor != nil {
+            connection.changeCursor = nil
+            server.changeWatcherCount.subtract(1, ordering: .relaxed)
+        } else {
+            server.watcherCount.subtract(1, ordering: .relaxed)
+        }
     }
 }

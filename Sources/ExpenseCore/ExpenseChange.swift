@@ -61,7 +61,7 @@ public protocol ChangeSink: AnyObject, Sendable {
 
 /// Where the store hands the changes it committed: nowhere until the
 /// daemon connects a sink, and while nobody wants them (then the store does
-/// not even build them: an add pays a lock and a counter's load).
+/// not even look up what they need: a write pays a lock and a counter's load).
 ///
 /// The sink is an object, not a pair of closures: a closure kept in a
 /// `Mutex` and copied out on each call is wrapped in two more
@@ -81,16 +81,14 @@ public final class ChangeFeed: Sendable {
     /// only then.
     public var isWanted: Bool { sink.withLock { $0 }?.wantsChanges == true }
 
-    /// Delivers `changes` (built by `make` only when wanted), stamped `now`
-    /// (wall clock, milliseconds) unless they carry their own time.
-    public func emit(at now: @autoclosure () -> Int64, _ make: () -> [ExpenseChange]) {
-        guard let sink = sink.withLock({ $0 }), sink.wantsChanges else { return }
-        let now = now()
-        let changes = make().map { change in
+    /// Hands `changes` to the sink, stamped `now` (wall clock,
+    /// milliseconds) unless they carry their own time.
+    public func deliver(_ changes: [ExpenseChange], at now: Int64) {
+        guard !changes.isEmpty, let sink = sink.withLock({ $0 }) else { return }
+        sink.publish(changes: changes.map { change in
             var stamped = change
             if stamped.wallMilliseconds == 0 { stamped.wallMilliseconds = now }
             return stamped
-        }
-        if !changes.isEmpty { sink.publish(changes: changes) }
+        })
     }
 }

@@ -77,7 +77,7 @@ func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
             lost = false
             connected = true
             backoffMilliseconds = 100
-            while true { printChange(try client.readLine(), client, context) }
+            while true { try printChange(try client.readLine(), client, context) }
         } catch let error as ClientError where (error.status == .ioError || error.status == .unavailable) && (lost || connected) {
             // The daemon went away (a restart): say so once, then try again.
             if !lost { Output.error("expensectl: lost expensed (\(error.message.prefix { $0 != "\n" })); reconnecting") }
@@ -89,10 +89,10 @@ func runWatch(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
 }
 
 /// One line of a change watch: the change, or how many the daemon could not keep for us.
-private func printChange(_ line: JSONValue, _ client: ControlClient, _ context: Context) {
+private func printChange(_ line: JSONValue, _ client: ControlClient, _ context: Context) throws {
     guard case .object(let members) = line, members["ok"] == true, let result = members["result"] else {
         // An error line from the daemon ends the watch as any command's error would.
-        _ = try? client.result(of: line, as: QueueSummary.self)
+        _ = try client.result(of: line, as: QueueSummary.self)
         return
     }
     if let missed = result["missed"]?.intValue {

@@ -73,7 +73,8 @@ final class ControlHandler: Sendable {
                 // Published from now on; then the version before the read: a
                 // summary published meanwhile may be newer than the one
                 // answered, so it is sent as well.
-                publisher.watch(scope)
+                // A watcher of changes gets one summary, this one: no more are made for it.
+                if !changes { publisher.watch(scope) }
                 let seen = server.publishedVersion()
                 let summary = try await publisher.current(scope)
                 return (ControlResponse(id: id, summary), .watch(id: id, seenVersion: seen, scope: scope, changes: changes), nil)

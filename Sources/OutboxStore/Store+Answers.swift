@@ -36,8 +36,8 @@ extension Store {
     public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
                          now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
-        let watched = changes.isWanted
-        let (recorded, pending) = try await database.write(durability: durable ? .durable : .deferred) { db in
+        return try await write(durability: durable ? .durable : .deferred) { db, watched in
+            let states = try StateChanges(db, watched: watched, answers.map(\.job.transactionID))
             func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
                 if answer.goneOnServer {
                     try db.execute("UPDATE expenses SET deleted = 1, stored_at = ? WHERE transaction_id = ?",
@@ -73,20 +73,15 @@ extension Store {
             for (name, count) in latencies {
                 try Store.increment(db, name, by: count)
             }
-            // For `watch`: what is left to send of each expense answered.
-            var pending: [String: String] = [:]
-            if watched {
-                for answer in answers { pending[answer.job.transactionID] = try Store.pendingState(db, transactionID: answer.job.transactionID) }
+            let made = try states.changes(db) { id, to in
+                let reasons = zip(answers, results).compactMap { answer, result -> String? in
+                    guard answer.job.transactionID == id, case .success = result else { return nil }
+                    return Store.reason(answer.job, answer.update, to: to, now: now)
+                }
+                return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
             }
-            return (results, pending)
+            return (results, made)
         }
-        emit {
-            zip(answers, recorded).compactMap { answer, result in
-                guard case .success = result else { return nil }
-                return Store.change(answer.job, answer.update, pending: pending[answer.job.transactionID], now: now)
-            }
-        }
-        return recorded
     }
 
     static func removesFile(_ job: OutboxJob, _ update: JobUpdate) -> Bool {
@@ -132,12 +127,13 @@ extension Store {
 
     /// Marks a job that cannot be sent at all (its receipt file is gone).
     public func markNeedsAttention(_ job: OutboxJob, error: String) async throws {
-        try await database.write(durability: .deferred) { db in
+        try await write(durability: .deferred) { db, watched in
+            let states = try StateChanges(db, watched: watched, [job.transactionID])
             try db.execute("""
                 UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE seq = ?
                 """, [.text(error), .integer(job.seq)])
+            return ((), try states.changes(db) { _, _ in error })
         }
-        emit { [ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "needs_attention", reason: error)] }
     }
 
     /// Adds `count` to the persistent counter `name`.

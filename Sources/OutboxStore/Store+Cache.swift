@@ -44,13 +44,15 @@ extension Store {
     /// - Returns: transaction ids of tombstones that arrived.
     public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64,
                                  account: String = AccountName.defaultName) async throws -> [String] {
-        let watched = changes.isWanted
         // Deferred: a lost page is fetched again from the older cursor.
-        let (gone, made) = try await database.write(durability: .deferred) { db in
-            var made: [ExpenseChange] = []
+        try await write(durability: .deferred) { db, watched in
+            let states = try StateChanges(db, watched: watched, expenses.map(\.transactionID))
+            var versions: [String: Int] = [:]
+            var held: Set<String> = []
             for expense in expenses {
-                let before = watched ? try db.queryFirst("SELECT version, deleted, conflict FROM expenses WHERE transaction_id = ?",
-                                                         [.text(expense.transactionID)]) { (version: $0.int(0), deleted: $0.bool(1), conflict: $0.bool(2)) } : nil
+                if watched, let version = try db.queryFirst("SELECT version FROM expenses WHERE transaction_id = ?", [.text(expense.transactionID)], { $0.int(0) }) {
+                    versions[expense.transactionID] = versions[expense.transactionID] ?? version
+                }
                 try Store.upsert(db, expense, account: account, now: now, ownAnswer: false)
                 if expense.deleted {
                     // Deleted elsewhere: a change still waiting here cannot apply.
@@ -60,20 +62,25 @@ extension Store {
                             last_error = 'the expense was deleted on another device; this edit was not applied'
                         WHERE transaction_id = ? AND kind = 'edit' AND state = 'queued'
                         """, [.text(expense.transactionID)])
-                }
-                if watched, let change = Store.refreshChange(expense, before: before, pending: try Store.pendingState(db, transactionID: expense.transactionID),
-                                                             account: account) {
-                    made.append(change)
+                    if db.changes > 0 { held.insert(expense.transactionID) }
                 }
             }
             if let cursor {
                 try db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                                [.text(Store.cursorKey(account)), .text(cursor)])
             }
+            let newest = Dictionary(expenses.map { ($0.transactionID, $0) }, uniquingKeysWith: { $0.version >= $1.version ? $0 : $1 })
+            let made = try states.changes(db) { id, to in
+                guard let expense = newest[id] else { return nil }
+                if expense.deleted { return held.contains(id) ? "deleted on the server; the edit waiting here was not applied" : "deleted on the server" }
+                guard let version = versions[id] else {
+                    // Not cached before: made elsewhere, unless this device's own create is still waiting for its answer.
+                    return to == "synced" || to == "conflict" ? "from the server" : nil
+                }
+                return expense.version > version ? "changed on the server (version \(expense.version))" : nil
+            }
             return (expenses.filter(\.deleted).map(\.transactionID), made)
         }
-        emit { made }
-        return gone
     }
 
     /// Where `account`'s last refresh stopped (opaque to the client).

@@ -2,60 +2,63 @@ import ExpenseCore
 import Posix
 import SQLite
 
-// The changes of state `watch` shows, built after each commit and only
-// while someone watches them (``ChangeFeed``).
+// The changes of state `watch` shows. A write that makes some reads the
+// states of the expenses it touches at its start and at its end, inside
+// its transaction and only while someone watches (``ChangeFeed``); the
+// changes are handed on once it committed, from the store's queue, so in
+// the order of the commits.
 extension Store {
-    /// Hands the changes a commit made to whoever watches them; `make`
-    /// runs only when someone does.
-    func emit(_ make: () -> [ExpenseChange]) {
-        changes.emit(at: Clock.wallMilliseconds, make)
+    /// A write whose changes `watch` shows: `body` gets whether someone
+    /// watches, and returns its value with the changes it made (none when
+    /// nobody watches).
+    func write<T: Sendable>(durability: DatabaseQueue.Durability = .durable,
+                            watched body: @escaping @Sendable (Connection, _ watched: Bool) throws -> (T, [ExpenseChange])) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            database.write(durability: durability, { [changes] db in try body(db, changes.isWanted) }, completion: { [changes] result in
+                if case .success(let (_, made)) = result { changes.deliver(made, at: Clock.wallMilliseconds) }
+                continuation.resume(with: result.map { $0.0 })
+            })
+        }
     }
 
-    /// The state `watch` shows for a view: a synced expense the server
-    /// flagged shows as `conflict`.
+    /// Hands on changes from a write's completion (on the store's queue,
+    /// after its commit); `make` runs only when someone watches.
+    func emit(_ make: () -> [ExpenseChange]) {
+        guard changes.isWanted else { return }
+        changes.deliver(make(), at: Clock.wallMilliseconds)
+    }
+
+    /// The state `watch` shows of an expense, as ``ExpenseView/fold(cached:jobs:transactionID:keepingTombstone:)``
+    /// folds it (a deleted one with nothing pending is `deleted`), with a
+    /// synced expense the server flagged shown as `conflict`; nil when
+    /// there is nothing to show. One read.
+    static func watchedState(_ db: Connection, _ transactionID: String) throws -> String? {
+        try db.queryFirst("""
+            SELECT count(*), coalesce(max(state = 'needs_attention'), 0), coalesce(max(kind = 'delete'), 0),
+                   coalesce(max(state = 'sending'), 0), coalesce(max(kind = 'create'), 0),
+                   (SELECT deleted FROM expenses WHERE transaction_id = ?1), (SELECT conflict FROM expenses WHERE transaction_id = ?1)
+            FROM jobs WHERE transaction_id = ?1
+            """, [.text(transactionID)]) { r -> String? in
+            let jobs = r.int(0), cached = !r.isNull(5), deleted = cached && r.bool(5)
+            typealias State = ExpenseView.State
+            if !cached && !r.bool(4) { return nil }
+            if r.bool(1) { return State.needsAttention.rawValue }
+            if deleted && jobs == 0 { return State.deleted.rawValue }
+            if deleted || r.bool(2) { return State.deleting.rawValue }
+            if r.bool(3) { return State.sending.rawValue }
+            if jobs > 0 { return State.queued.rawValue }
+            return r.bool(6) ? "conflict" : State.synced.rawValue
+        } ?? nil
+    }
+
+    /// The state `watch` shows of a view (``watchedState(_:_:)``).
     static func watchedState(_ view: ExpenseView) -> String {
         view.state == .synced && view.conflict ? "conflict" : view.state.rawValue
-    }
-
-    /// The state an expense's pending jobs give it, as ``ExpenseView``
-    /// folds it; nil when none is left. One indexed read.
-    static func pendingState(_ db: Connection, transactionID: String) throws -> String? {
-        try db.queryFirst("""
-            SELECT count(*), max(state = 'needs_attention'), max(kind = 'delete'), max(state = 'sending')
-            FROM jobs WHERE transaction_id = ?
-            """, [.text(transactionID)]) { r -> String? in
-            if r.int(0) == 0 { return nil }
-            if r.bool(1) { return ExpenseView.State.needsAttention.rawValue }
-            if r.bool(2) { return ExpenseView.State.deleting.rawValue }
-            return r.bool(3) ? ExpenseView.State.sending.rawValue : ExpenseView.State.queued.rawValue
-        } ?? nil
     }
 
     /// Whose expense `transactionID` is (``accountOf(_:)``).
     static func account(_ db: Connection, transactionID: String) throws -> String {
         try db.queryFirst("SELECT \(Store.accountOf(1))", [.text(transactionID)]) { $0.string(0) } ?? AccountName.defaultName
-    }
-
-    /// The change an answer recorded makes to its expense, as `watch` shows
-    /// it. `pending` is the state the expense's jobs left give it (another
-    /// job of it still to send), nil when none is left.
-    static func change(_ job: OutboxJob, _ update: JobUpdate, pending: String?, now: Int64) -> ExpenseChange {
-        var (to, reason): (String, String?) = switch update {
-        case .applied(let expense):
-            if job.kind == .delete { ("deleted", nil) }
-            else if let expense, expense.conflict, !expense.conflicts.isEmpty { ("conflict", conflictReason(expense.conflicts)) }
-            else { ("synced", job.kind == .create ? nil : "\(job.kind.rawValue) applied") }
-        case .dropReceipt: ("synced", "receipt upload dropped: the expense is gone on the server")
-        case .requeue: ("queued", nil)
-        case .retry(let next, _, _, let error, _): ("queued", "\(error), retry in \(QueueSummary.age(milliseconds: next - now))")
-        case .needsAttention(_, _, let error, _): ("needs_attention", error)
-        }
-        if let pending, to == "synced" || to == "conflict" {
-            // Applied, with more of it still to send (the receipt after its create).
-            reason = [reason ?? "\(job.kind.rawValue) applied", to == "conflict" ? "a conflict" : nil].compactMap { $0 }.joined(separator: ", ")
-            to = pending
-        }
-        return ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: to, reason: reason)
     }
 
     /// "conflict on currency: the server kept EUR, not USD", for each field held back.
@@ -66,23 +69,62 @@ extension Store {
         return "conflict on " + fields.joined(separator: "; ")
     }
 
-    /// The changes a refresh page makes, for expenses whose cached row was
-    /// `before` (nil: not cached) and whose pending jobs now give
-    /// `pending`: new ones from elsewhere, changes made elsewhere, deletions.
-    static func refreshChange(_ expense: CanonicalExpense, before: (version: Int, deleted: Bool, conflict: Bool)?,
-                              pending: String?, account: String) -> ExpenseChange? {
-        if let before, before.version >= expense.version { return nil }
-        let from: String? = before.map { $0.deleted ? "deleted" : $0.conflict ? "conflict" : "synced" }
-        let to: String
-        let reason: String
-        if expense.deleted {
-            guard before?.deleted != true else { return nil }
-            to = pending ?? "deleted"
-            reason = pending == nil ? "deleted on the server" : "deleted on the server; the edit waiting here was not applied"
-        } else {
-            to = pending ?? (expense.conflict ? "conflict" : "synced")
-            reason = before == nil ? "from the server" : "changed on the server (version \(expense.version))"
+    /// Why an answer recorded changed its expense, as `watch` says it;
+    /// `to` is the expense's state after it. Nil when the state says it
+    /// all (a create synced, a delete done, a job put back).
+    static func reason(_ job: OutboxJob, _ update: JobUpdate, to: String?, now: Int64) -> String? {
+        switch update {
+        case .applied(let expense):
+            if let expense, expense.conflict, !expense.conflicts.isEmpty, to == "conflict" { return conflictReason(expense.conflicts) }
+            switch job.kind {
+            case .create: return to == "synced" || to == "conflict" ? nil : "create applied"
+            case .delete: return to == "deleted" ? nil : "delete applied"
+            case .edit, .receipt: return "\(job.kind.rawValue) applied"
+            }
+        case .dropReceipt: return "receipt upload dropped: the expense is gone on the server"
+        case .requeue: return nil
+        case .retry(let next, _, _, let error, _): return "\(error), retry in \(QueueSummary.age(milliseconds: next - now))"
+        case .needsAttention(_, _, let error, _): return error
         }
-        return ExpenseChange(account: account, transactionID: expense.transactionID, from: from, to: to, reason: reason)
+    }
+}
+
+/// The states of the expenses a write touches, read at its start, to
+/// compare with their states at its end: the changes `watch` shows of
+/// it. Reads nothing when nobody watches.
+struct StateChanges {
+    private let watched: Bool
+    private var order: [String] = []
+    private var before: [String: (account: String, state: String?)] = [:]
+
+    init(_ db: Connection, watched: Bool, _ transactionIDs: some Sequence<String> = [String]()) throws {
+        self.watched = watched
+        try note(db, transactionIDs)
+    }
+
+    /// Reads the states of more expenses, before the write changes them.
+    mutating func note(_ db: Connection, _ transactionIDs: some Sequence<String>) throws {
+        guard watched else { return }
+        for id in transactionIDs where before[id] == nil {
+            order.append(id)
+            before[id] = (try Store.account(db, transactionID: id), try Store.watchedState(db, id))
+        }
+    }
+
+    /// One change for each expense noted whose state is not what it was,
+    /// or that has a reason (`reason` gets its id and its state now).
+    /// `gone` is the `to` of one with nothing left to show; one unknown
+    /// before and deleted (or gone) after shows nothing.
+    func changes(_ db: Connection, gone: String = "deleted", reason: (String, String?) -> String? = { _, _ in nil }) throws -> [ExpenseChange] {
+        guard watched else { return [] }
+        return try order.compactMap { id in
+            let (account, from) = before[id]!
+            let now = try Store.watchedState(db, id)
+            let why = reason(id, now)
+            let to = now ?? gone
+            if from == nil && (now == nil || now == "deleted") { return nil }
+            guard from != to || why != nil else { return nil }
+            return ExpenseChange(account: account, transactionID: id, from: from, to: to, reason: why)
+        }
     }
 }

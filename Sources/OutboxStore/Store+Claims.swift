@@ -51,7 +51,7 @@ extension Store {
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
-        let claimed = try await database.write { db in
+        return try await write { db, watched in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)\(skip)
@@ -64,16 +64,16 @@ extension Store {
                 """, values, Store.outboxJob)
             var expenses: Set<String> = []
             let chosen = Lanes.interleave(fresh, retrying, limit: limit).filter { expenses.insert($0.transactionID).inserted }
+            let states = try StateChanges(db, watched: watched, chosen.map(\.transactionID))
             try db.execute("UPDATE jobs SET state = 'sending', sends = sends + 1 WHERE seq IN (SELECT value FROM json_each(?))",
                            [Store.seqs(chosen)])
-            return chosen.map { job in
+            let claimed = chosen.map { job in
                 var sent = job
                 sent.sends += 1
                 return sent
             }
+            return (claimed, try states.changes(db))
         }
-        emit { claimed.map { ExpenseChange(account: $0.account, transactionID: $0.transactionID, from: $0.kind == .delete ? "deleting" : "queued", to: "sending") } }
-        return claimed
     }
 
     /// The jobs' sequence numbers as one value, a JSON array, for
@@ -90,8 +90,11 @@ extension Store {
         // and no transaction.
         let sending = try await database.read { db in try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0 }
         guard sending > 0 else { return }
-        try await database.write(durability: .deferred) { db in
+        try await write(durability: .deferred) { db, watched in
+            let states = try StateChanges(db, watched: watched,
+                                          watched ? try db.query("SELECT DISTINCT transaction_id FROM jobs WHERE state = 'sending'") { $0.string(0) } : [])
             try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
+            return ((), try states.changes(db) { _, _ in "its answer was not recorded" })
         }
     }
 
@@ -121,26 +124,21 @@ extension Store {
     /// - Returns: the transaction ids of the expenses dropped.
     private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
         let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
-        let dropped = try await database.write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db in
+        let dropped = try await write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db, watched in
+            let states = try StateChanges(db, watched: watched, jobs.map(\.transactionID))
             try db.execute("""
                 UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
                     sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
                 WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'sending'
                 """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
                       .bool(wasSent), Store.seqs(jobs)])
-            return try unsentCreates.compactMap { job in
+            let dropped = try unsentCreates.compactMap { job in
                 try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID).map { (job.transactionID, $0) }
             }
+            let gone = Set(dropped.map(\.0))
+            return (dropped, try states.changes(db) { id, _ in gone.contains(id) ? "never reached the server" : error?.text })
         }
         for file in dropped.flatMap(\.1) { try? receipts.remove(file) }
-        emit {
-            let gone = Set(dropped.map(\.0))
-            return jobs.map { job in
-                gone.contains(job.transactionID)
-                    ? ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "deleted", reason: "never reached the server")
-                    : ExpenseChange(account: job.account, transactionID: job.transactionID, from: "sending", to: "queued", reason: error?.text)
-            }
-        }
         return dropped.map(\.0)
     }
 

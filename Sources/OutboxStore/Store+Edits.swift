@@ -17,20 +17,19 @@ extension Store {
     /// edit based on the cached version. A job being (or once) sent is
     /// never rewritten.
     public func edit(ref: String, fields: ExpenseFields, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
-        let (before, after, account) = try await database.write { db in
+        try await write { db, watched in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            let states = try StateChanges(db, watched: watched, [transactionID])
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
             try Store.checkEditable(view)
             try Store.queueEdit(db, view, fields: fields, now: now)
-            return (view, try Store.view(db, transactionID: transactionID)!, try Store.account(db, transactionID: transactionID))
+            return (try Store.view(db, transactionID: transactionID)!, try states.changes(db) { _, _ in Store.edited(fields) })
         }
-        emit { [Store.editChange(before, after, account: account, reason: "edited: \(fields.changedNames.joined(separator: ", "))")] }
-        return after
     }
 
-    /// The change an edit, a resolve or a receipt attached makes, as `watch` shows it.
-    static func editChange(_ before: ExpenseView, _ after: ExpenseView, account: String, reason: String) -> ExpenseChange {
-        ExpenseChange(account: account, transactionID: after.transactionID, from: watchedState(before), to: watchedState(after), reason: reason)
+    /// "edited: merchant, amount", as `watch` says it.
+    static func edited(_ fields: ExpenseFields) -> String {
+        "edited: \(fields.changedNames.joined(separator: ", "))"
     }
 
     /// Refuses a change to an expense on its way out.
@@ -80,16 +79,16 @@ extension Store {
     /// sent; otherwise queued edits and receipt uploads are dropped and one
     /// delete is queued.
     public func delete(ref: String, now: Int64, in scope: AccountScope = .all) async throws -> Deletion {
-        let (result, files, before) = try await database.write { db -> (Deletion, [String], (String, String)) in
+        let (result, files) = try await write { db, watched -> ((Deletion, [String]), [ExpenseChange]) in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            let states = try StateChanges(db, watched: watched, [transactionID])
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
-            let before = (Store.watchedState(view), try Store.account(db, transactionID: transactionID))
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let files = try Store.dropIfNeverSent(db, transactionID: transactionID, jobs: jobs, cached: view.version != nil) {
-                return (Deletion(transactionID: transactionID, droppedLocally: true), files, before)
+                return ((Deletion(transactionID: transactionID, droppedLocally: true), files), try states.changes(db) { _, _ in "never reached the server" })
             }
             if jobs.contains(where: { $0.kind == .delete }) {
-                return (Deletion(transactionID: transactionID, droppedLocally: false), [], before)
+                return ((Deletion(transactionID: transactionID, droppedLocally: false), []), [])
             }
             // Edits and uploads still waiting are moot once the expense goes.
             let moot = jobs.filter { ($0.kind == .edit || $0.kind == .receipt) && $0.state != .sending }
@@ -98,13 +97,9 @@ extension Store {
                 INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
                 VALUES (\(Store.nextSeq), ?1, 'delete', ?2, '{}', ?3, \(Store.accountOf(2)))
                 """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
-            return (Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile), before)
+            return ((Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile)), try states.changes(db))
         }
         for file in files { try? receipts.remove(file) }
-        if before.0 != "deleting" {
-            emit { [ExpenseChange(account: before.1, transactionID: result.transactionID, from: before.0,
-                                  to: result.droppedLocally ? "deleted" : "deleting", reason: result.droppedLocally ? "never reached the server" : nil)] }
-        }
         return result
     }
 
@@ -112,8 +107,9 @@ extension Store {
     /// version, either the server's values (`takeMine: false`) or the ones
     /// this device sent, for every conflicted field.
     public func resolve(ref: String, takeMine: Bool, now: Int64, in scope: AccountScope = .all) async throws -> ExpenseView {
-        let (before, after, account) = try await database.write { db in
+        try await write { db, watched in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
+            let states = try StateChanges(db, watched: watched, [transactionID])
             guard let cached = try Store.cachedExpenses(db, where: "transaction_id = ?", [.text(transactionID)]).first,
                   cached.conflict, !cached.conflicts.isEmpty else {
                 throw StoreError(.invalidState, "\(transactionID) has no conflict to resolve")
@@ -130,15 +126,9 @@ extension Store {
             } else {
                 try Store.insertEdit(db, transactionID: transactionID, fields: fields, baseVersion: cached.version, now: now)
             }
-            let before = ExpenseView.fold(cached: cached, jobs: [], transactionID: transactionID)
-            return (before, try Store.view(db, transactionID: transactionID)!, try Store.account(db, transactionID: transactionID))
-        }
-        emit {
             let reason = "conflict resolved with \(takeMine ? "this device's" : "the server's") values"
-            return [before.map { Store.editChange($0, after, account: account, reason: reason) }
-                ?? ExpenseChange(account: account, transactionID: after.transactionID, from: "conflict", to: Store.watchedState(after), reason: reason)]
+            return (try Store.view(db, transactionID: transactionID)!, try states.changes(db) { _, _ in reason })
         }
-        return after
     }
 
     /// Removes the whole chain (create, edits, receipt jobs) of an expense

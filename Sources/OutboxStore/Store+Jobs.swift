@@ -177,9 +177,9 @@ extension Store {
     /// never apply (``AttentionHint/canRetry(errorClass:)``), which wait
     /// for `discard`.
     public func retry(ref: String, in scope: AccountScope = .all) async throws -> ExpenseView {
-        let (view, account, before) = try await database.write { db in
+        try await write { db, watched in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            let before = try Store.pendingState(db, transactionID: transactionID)
+            let states = try StateChanges(db, watched: watched, [transactionID])
             let pending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ?", [.text(transactionID)]) ?? 0
             if pending == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to retry; it is synced") }
             let held = try db.query("SELECT seq, last_error_class FROM jobs WHERE transaction_id = ? AND state IN ('queued', 'needs_attention')",
@@ -197,28 +197,26 @@ extension Store {
             guard let view = try Store.view(db, transactionID: transactionID) else {
                 throw StoreError(.notFound, "no expense matches '\(ref)'")
             }
-            return (view, try Store.account(db, transactionID: transactionID), before)
+            return (view, try states.changes(db) { _, _ in "retry asked" })
         }
-        emit { [ExpenseChange(account: account, transactionID: view.transactionID, from: before, to: Store.watchedState(view), reason: "retry asked")] }
-        return view
     }
 
     /// Removes all pending work of an expense, and its receipt files once
     /// that removal has committed. What the server already has stays.
     /// - Returns: the transaction id and how many jobs were removed.
     public func discard(ref: String, in scope: AccountScope = .all) async throws -> (transactionID: String, removed: Int) {
-        let (transactionID, files, removed, before) = try await database.write { db in
+        let (transactionID, files, removed) = try await write { db, watched in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
-            let before = (try Store.view(db, transactionID: transactionID).map(Store.watchedState), try Store.account(db, transactionID: transactionID))
+            let states = try StateChanges(db, watched: watched, [transactionID])
             let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0
             if sending > 0 { throw StoreError(.invalidState, "\(transactionID) is being sent right now; try again when the request finishes") }
             let files = try db.query("SELECT receipt_file FROM jobs WHERE transaction_id = ? AND receipt_file IS NOT NULL", [.text(transactionID)]) { $0.string(0) }
             try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(transactionID)])
             let removed = db.changes
             if removed == 0 { throw StoreError(.invalidState, "\(transactionID) has nothing pending to discard; it is synced") }
-            return (transactionID, files, removed, before)
+            // What is left is the server's last word (or nothing: `discarded`).
+            return ((transactionID, files, removed), try states.changes(db, gone: "discarded") { _, _ in "pending work discarded" })
         }
-        emit { [ExpenseChange(account: before.1, transactionID: transactionID, from: before.0, to: "discarded")] }
         // After the commit: a crash before this leaves orphans, which the
         // next start-up sweeps; never a job whose receipt is gone.
         for file in files { try? receipts.remove(file) }

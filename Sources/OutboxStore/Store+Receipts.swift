@@ -83,10 +83,11 @@ extension Store {
     /// dropped uploads' files once it committed.
     public func attachReceipt(ref: String, _ receipt: StagedReceipt, fields: ExpenseFields, now: Int64,
                               in scope: AccountScope = .all) async throws -> ExpenseView {
-        let result: (after: ExpenseView, superseded: [String], before: ExpenseView, account: String)
+        let result: (after: ExpenseView, superseded: [String])
         do {
-            result = try await database.write { db in
+            result = try await write { db, watched in
                 let transactionID = try Store.resolve(db, ref: ref, in: scope)
+                let states = try StateChanges(db, watched: watched, [transactionID])
                 let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
                 try Store.checkEditable(view)
                 if !fields.isEmpty { try Store.queueEdit(db, view, fields: fields, now: now) }
@@ -100,19 +101,14 @@ extension Store {
                     """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                           .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
                 try Store.recordDigest(db, of: receipt, transactionID: transactionID)
-                return (try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1), view,
-                        try Store.account(db, transactionID: transactionID))
+                let reason = (view.receipt == .none ? "receipt attached" : "receipt replaced") + (fields.isEmpty ? "" : "; " + Store.edited(fields))
+                return ((try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1)), try states.changes(db) { _, _ in reason })
             }
         } catch {
             try? receipts.remove(receipt.fileName)
             throw error
         }
         for file in result.superseded { try? receipts.remove(file) }
-        emit {
-            let edited = fields.isEmpty ? "" : "; edited: \(fields.changedNames.joined(separator: ", "))"
-            return [Store.editChange(result.before, result.after, account: result.account,
-                                     reason: (result.before.receipt == .none ? "receipt attached" : "receipt replaced") + edited)]
-        }
         return result.after
     }
 }

@@ -103,16 +103,17 @@ extension Store {
     /// overwritten by a file that came late.
     package func enqueueLateSidecar(fields: ExpenseFields, sidecarName: FileName, account: String, since: Int64,
                                     files: [SpoolIntakeRecord], now: Int64) async throws -> LateSidecarOutcome {
-        try await database.write { db in
-            guard let target = try Store.lateSidecarTarget(db, stem: sidecarName.stem, account: account, since: since) else { return .noReceipt }
+        try await write { db, watched in
+            guard let target = try Store.lateSidecarTarget(db, stem: sidecarName.stem, account: account, since: since) else { return (.noReceipt, []) }
             let view = target.view, transactionID = target.view.transactionID
+            let states = try StateChanges(db, watched: watched, [transactionID])
             let given = ExpenseFields.names.filter { fields[$0] != nil }
             let filled = given.filter { view.fields[$0] == nil }
             let kept = given.filter { view.fields[$0] != nil }
             guard !filled.isEmpty else {
-                return .refused(transactionID: transactionID, reason: given.isEmpty
+                return (.refused(transactionID: transactionID, reason: given.isEmpty
                     ? "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that sets no field"
-                    : "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)), whose fields it sets are all set already (\(kept.joined(separator: ", "))); change them with expensectl edit")
+                    : "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)), whose fields it sets are all set already (\(kept.joined(separator: ", "))); change them with expensectl edit"), [])
             }
             var change = ExpenseFields()
             for name in filled { change[name] = fields[name] }
@@ -120,15 +121,17 @@ extension Store {
             do {
                 normalized = try Validation.normalizedEdit(change, of: view.fields)
             } catch let error as FieldError {
-                return .refused(transactionID: transactionID,
-                                reason: "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that would make its expense invalid: \(error.description)")
+                return (.refused(transactionID: transactionID,
+                                 reason: "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that would make its expense invalid: \(error.description)"), [])
             }
             try Store.queueEdit(db, transactionID: transactionID, change: normalized, version: view.version, now: now)
             // Its receipt has a sidecar now: another late one is an expense of its own.
             try db.execute("UPDATE expense_sources SET sidecar = ?, stem = NULL WHERE transaction_id = ?",
                            [.blob(sidecarName.bytes), .text(transactionID)])
             try Store.insertIntake(db, files, clientID: view.clientID, now: now)
-            return .edited(transactionID: transactionID, receiptName: target.receiptName, filled: filled, kept: kept)
+            let reason = "late sidecar '\(sidecarName.displayName)': " + Store.edited(normalized)
+            return (.edited(transactionID: transactionID, receiptName: target.receiptName, filled: filled, kept: kept),
+                    try states.changes(db) { _, _ in reason })
         }
     }
 }

@@ -68,10 +68,11 @@ extension Store {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
         do {
-            try await database.write { db in
+            try await write { db, watched in
                 try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
                 try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
                 try Store.insertIntake(db, files, clientID: clientID, now: now)
+                return ((), watched ? [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: "queued", reason: "from the spool")] : [])
             }
         } catch {
             if let receipt { try? receipts.remove(receipt.fileName) }

@@ -8,10 +8,11 @@ import Testing
 @Suite(.serialized) struct WatchChangesTests {
     /// A server that creates what it is sent, refuses "Blocked" merchants
     /// (422) and is busy for "Busy" ones (503, retry in an hour), and
-    /// deletes with a tombstone.
-    static func server() throws -> LoopbackHTTPServer {
+    /// deletes with a tombstone (or is busy for deletes: `deleting: false`).
+    static func server(deleting: Bool = true) throws -> LoopbackHTTPServer {
         try LoopbackHTTPServer { request in
             if request.method == "GET" { return .respond(status: 200, headers: [:], body: Array(#"{"expenses":[],"next_cursor":"0","has_more":false}"#.utf8)) }
+            if request.method == "DELETE" && !deleting { return .respond(status: 503, headers: ["Retry-After": "3600"], body: []) }
             if request.method == "DELETE" {
                 let id = String(request.path.split(separator: "/").last ?? "")
                 let tombstone: JSONValue = ["transaction_id": .string(id), "client_id": "x", "version": 2, "deleted": true,
@@ -61,15 +62,16 @@ import Testing
         let fine = try Self.add(daemon, "Fine")
         try waitFor(3, "the add and its sync")
         _ = try daemon.ctlJSON(["delete", fine])
-        try waitFor(6, "the delete and its sync")
+        try waitFor(5, "the delete and its sync")
         let blocked = try Self.add(daemon, "Blocked")
-        try waitFor(9, "the refusal")
+        try waitFor(8, "the refusal")
         let busy = try Self.add(daemon, "Busy")
-        try waitFor(12, "the retry later")
+        try waitFor(11, "the retry later")
 
+        // A delete is `deleting` until applied, as `list` shows it: sending it is no change.
         let expected: [(String, String?, String, String?)] = [
             (fine, nil, "queued", nil), (fine, "queued", "sending", nil), (fine, "sending", "synced", nil),
-            (fine, "synced", "deleting", nil), (fine, "deleting", "sending", nil), (fine, "sending", "deleted", nil),
+            (fine, "synced", "deleting", nil), (fine, "deleting", "deleted", nil),
             (blocked, nil, "queued", nil), (blocked, "queued", "sending", nil), (blocked, "sending", "needs_attention", "422"),
             (busy, nil, "queued", nil), (busy, "queued", "sending", nil), (busy, "sending", "queued", "503"),
         ]
@@ -86,9 +88,9 @@ import Testing
             #expect(seq > lastSeq, "sequence numbers grow: \(change)")
             lastSeq = seq
         }
-        let refusal = try #require(seen.count > 8 ? seen[8]["reason"]?.stringValue : nil)
+        let refusal = try #require(seen.count > 7 ? seen[7]["reason"]?.stringValue : nil)
         #expect(refusal.contains("invalid_field") && refusal.contains("amount"), "\(refusal)")
-        #expect(seen.count > 11 && seen[11]["reason"]?.stringValue?.contains("retry in") == true, "\(seen.last ?? .null)")
+        #expect(seen.count > 10 && seen[10]["reason"]?.stringValue?.contains("retry in") == true, "\(seen.last ?? .null)")
 
         // The text lines say the same, one each: time, id, from → to, (reason).
         let lines = text.standardOutput.split(separator: "\n").map(String.init)
@@ -191,11 +193,50 @@ import Testing
         ])
         // The first device's own edit, applied: no line from the refresh of what it sent itself.
         Self.expectInOrder(Self.changes(first), [(id, "synced", "queued", "edited: currency"), (id, "sending", "synced", "edit applied"),
-                                                 (id, "synced", "deleting", nil), (id, "sending", "deleted", nil)])
+                                                 (id, "synced", "deleting", nil), (id, "deleting", "deleted", nil)])
         let text = try Self.watch(other, [], name: "watch-text")
         defer { text.stop() }
         let again = try Self.add(other, "Later")
         try waitUntil(timeout: 20, "the text line") { text.standardOutput.contains("\(again)  new → queued") }
+    }
+
+    /// The spool's intake and a late sidecar show as changes, and a
+    /// discard shows the state the expense is left in: a deleting one is
+    /// back to what the server has, a never-sent one is gone.
+    @Test func spoolIntakeLateSidecarAndDiscard_showAsTheirLines() throws {
+        let server = try Self.server(deleting: false)
+        defer { server.stop() }
+        let dir = TemporaryDirectory()
+        SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token"), "--drain-interval", "100ms",
+                                               "--spool-settle", "100ms"], spool: true, directory: dir)
+        try daemon.start()
+        defer { daemon.stop() }
+        let watching = try Self.watch(daemon, ["--json"], name: "watch-spool")
+        defer { watching.stop() }
+        try SpoolSourceTests.drop(SpoolDrop.receipt(.pdf, tag: 7), "scan.pdf", into: daemon)
+        try waitUntil(timeout: 30, "the intake's line") { !Self.changes(watching).isEmpty }
+        let scan = try #require(Self.changes(watching).first?["transaction_id"]?.stringValue)
+        try SpoolSourceTests.drop(SpoolDrop.sidecar(SpoolSourceTests.fields), "scan.json", into: daemon)
+        try waitUntil(timeout: 30, "the late sidecar's edit") {
+            Self.changes(watching).contains { $0["reason"]?.stringValue?.hasPrefix("late sidecar 'scan.json': edited:") == true }
+        }
+
+        // A delete of a synced expense, discarded before it is sent: back to synced.
+        let fine = try Self.add(daemon, "Fine")
+        try waitUntil(timeout: 20, "its sync") { Self.changes(watching).contains { $0["transaction_id"]?.stringValue == fine && $0["to"] == "synced" } }
+        _ = try daemon.ctlJSON(["delete", fine])
+        try waitUntil(timeout: 20, "the delete tried") {
+            Self.changes(watching).contains { $0["transaction_id"]?.stringValue == fine && $0["reason"]?.stringValue?.contains("retry in") == true }
+        }
+        let discarded = try daemon.ctl(["discard", fine, "--yes"])
+        #expect(discarded.status == 0, "\(discarded.stderr)")
+
+        let seen = Self.changes(watching)
+        Self.expectInOrder(seen, [(scan, nil, "queued", "from the spool")])
+        #expect(seen.contains { $0["transaction_id"]?.stringValue == scan && $0["reason"]?.stringValue?.contains("edited: merchant") == true }, "\(seen)")
+        Self.expectInOrder(seen, [(fine, nil, "queued", nil), (fine, "synced", "deleting", nil), (fine, "deleting", "synced", "pending work discarded")])
+        #expect(!seen.contains { $0["to"] == "discarded" }, "something is left of it: what the server has")
     }
 
     /// Alice reads nothing while Bob and she add thousands: what she is told

@@ -12,26 +12,20 @@ import Testing
         func publish(changes: [ExpenseChange]) { received.withLock { $0 += changes } }
     }
 
-    @Test func changesReachTheSink_onlyWhileItWantsThem_stampedWhenNotTimed() {
+    @Test func changesReachTheSink_stampedWhenNotTimed_andItSaysWhetherItWantsThem() {
         let feed = ChangeFeed()
-        var built = 0
-        feed.emit(at: 5) { built += 1; return [ExpenseChange(account: "", transactionID: "t0", from: nil, to: "queued")] }
-        #expect(built == 0 && !feed.isWanted, "nothing is built before a sink is connected")
+        feed.deliver([ExpenseChange(account: "", transactionID: "t0", from: nil, to: "queued")], at: 5)
+        #expect(!feed.isWanted, "nobody wants changes before a sink is connected")
         let sink = Sink()
         feed.connect(sink)
-        feed.emit(at: 5) { built += 1; return [ExpenseChange(account: "", transactionID: "t1", from: nil, to: "queued")] }
-        #expect(built == 0 && !feed.isWanted, "nor while it wants none")
+        #expect(!feed.isWanted, "nor while it wants none")
         sink.wanting.store(true, ordering: .relaxed)
         #expect(feed.isWanted)
-        feed.emit(at: 7) {
-            built += 1
-            return [ExpenseChange(account: "alice", transactionID: "t2", from: "queued", to: "sending"),
-                    ExpenseChange(account: "alice", transactionID: "t3", from: nil, to: "queued", wallMilliseconds: 3)]
-        }
-        feed.emit(at: 9) { [] }
-        #expect(built == 1)
+        feed.deliver([ExpenseChange(account: "alice", transactionID: "t2", from: "queued", to: "sending"),
+                      ExpenseChange(account: "alice", transactionID: "t3", from: nil, to: "queued", wallMilliseconds: 3)], at: 7)
+        feed.deliver([], at: 9)
         let received = sink.received.withLock { $0 }
-        #expect(received.map(\.transactionID) == ["t2", "t3"])
+        #expect(received.map(\.transactionID) == ["t2", "t3"], "what came before the sink went nowhere")
         #expect(received.map(\.wallMilliseconds) == [7, 3], "stamped with now unless it carries its own time")
     }
 
@@ -46,7 +40,7 @@ import Testing
         feed.connect(sink)
         var wanted = 0
         for _ in 0..<1_000_000 where feed.isWanted { wanted += 1 }
-        feed.emit(at: 1) { [ExpenseChange(account: "", transactionID: "last", from: nil, to: "queued")] }
+        feed.deliver([ExpenseChange(account: "", transactionID: "last", from: nil, to: "queued")], at: 1)
         #expect(wanted == 1_000_000)
         #expect(sink.received.withLock { $0 }.map(\.transactionID) == ["last"])
     }
