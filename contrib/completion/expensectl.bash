@@ -64,6 +64,7 @@ _expensectl()
         receipt) options="-o --output --open" ;;
         list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals --ids" ;;
         sync) options="--refresh --wait --timeout" ;;
+        watch) options="--summary" ;;
         resolve) options="--take" ;;
         delete) options="--yes" ;;
         discard) options="--yes" ;;
