@@ -73,7 +73,9 @@ extension Store {
             for (name, count) in latencies {
                 try Store.increment(db, name, by: count)
             }
-            let made = try states.changes(db) { id, to in
+            // An answer that held no expense leaves none cached: the server
+            // has it, and the next refresh brings it.
+            let made = try states.changes(db, gone: "synced") { id, to in
                 let reasons = zip(answers, results).compactMap { answer, result -> String? in
                     guard answer.job.transactionID == id, case .success = result else { return nil }
                     return Store.reason(answer.job, answer.update, to: to, now: now)

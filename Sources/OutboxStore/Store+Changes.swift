@@ -118,12 +118,17 @@ struct StateChanges {
     func changes(_ db: Connection, gone: String = "deleted", reason: (String, String?) -> String? = { _, _ in nil }) throws -> [ExpenseChange] {
         guard watched else { return [] }
         return try order.compactMap { id in
-            let (account, from) = before[id]!
+            let (known, from) = before[id]!
             let now = try Store.watchedState(db, id)
+            // Unknown before and gone (or deleted) after, or deleted before
+            // and after (a refresh bringing back this device's own delete):
+            // nothing to show.
+            if (from ?? "deleted") == "deleted" && (now ?? "deleted") == "deleted" { return nil }
             let why = reason(id, now)
             let to = now ?? gone
-            if from == nil && (now == nil || now == "deleted") { return nil }
             guard from != to || why != nil else { return nil }
+            // New here (a refresh's): whose it is is known only now.
+            let account = from == nil ? try Store.account(db, transactionID: id) : known
             return ExpenseChange(account: account, transactionID: id, from: from, to: to, reason: why)
         }
     }

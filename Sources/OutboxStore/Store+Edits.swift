@@ -97,7 +97,9 @@ extension Store {
                 INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
                 VALUES (\(Store.nextSeq), ?1, 'delete', ?2, '{}', ?3, \(Store.accountOf(2)))
                 """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
-            return ((Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile)), try states.changes(db))
+            // A delete behind a job that needs attention leaves that state: say it is queued.
+            return ((Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile)),
+                    try states.changes(db) { _, to in to == "deleting" ? nil : "delete queued" })
         }
         for file in files { try? receipts.remove(file) }
         return result

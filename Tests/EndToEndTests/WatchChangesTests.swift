@@ -175,11 +175,15 @@ import Testing
         try OfflineEditTests.edit(other, id, ["--receipt", otherReceipt])
         #expect(try other.ctl(["sync", "--wait", "--timeout", "20"]).status == 0)
 
+        // A refresh first: the first device's cursor then asks only for what changed since.
+        #expect(try sync.daemon.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
         _ = try sync.daemon.ctlJSON(["delete", id])
         try sync.waitUntilDrained()
         #expect(try other.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
         try waitUntil(timeout: 20, "the delete learned") { Self.changes(watching).contains { $0["to"] == "deleted" } }
 
+        // The first device's refresh brings back its own delete: no line for it.
+        #expect(try sync.daemon.ctl(["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
         let seen = Self.changes(watching)
         Self.expectInOrder(seen, [
             (id, nil, "synced", "from the server"),
@@ -194,6 +198,7 @@ import Testing
         // The first device's own edit, applied: no line from the refresh of what it sent itself.
         Self.expectInOrder(Self.changes(first), [(id, "synced", "queued", "edited: currency"), (id, "sending", "synced", "edit applied"),
                                                  (id, "synced", "deleting", nil), (id, "deleting", "deleted", nil)])
+        #expect(!Self.changes(first).contains { $0["from"] == "deleted" }, "\(first.standardOutput)")
         let text = try Self.watch(other, [], name: "watch-text")
         defer { text.stop() }
         let again = try Self.add(other, "Later")
@@ -361,6 +366,17 @@ import Testing
         let seen = Self.changes(watching)
         #expect(seen.allSatisfy { $0["transaction_id"]?.stringValue == hers && $0["account"]?.stringValue == alice }, "\(seen) bob's \(bobs)")
         #expect(seen.map { $0["to"]?.stringValue } == ["queued", "sending", "synced"], "\(seen)")
+
+        // Made on the server with alice's token, learnt by a refresh: hers, not the default account's.
+        let made = try h.createOnServer(as: "alice", merchant: "From Elsewhere")
+        let bobsToo = try h.createOnServer(as: "bob", merchant: "Bob Elsewhere")
+        #expect(try h.ctl("alice", ["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
+        #expect(try h.ctl("bob", ["sync", "--refresh", "--wait", "--timeout", "20"]).status == 0)
+        try waitUntil(timeout: 20, "alice's refresh") { Self.changes(watching).contains { $0["transaction_id"]?.stringValue == made } }
+        let learnt = try #require(Self.changes(watching).first { $0["transaction_id"]?.stringValue == made })
+        #expect(learnt["account"]?.stringValue == alice && learnt["from"] == .null && learnt["to"] == "synced"
+                    && learnt["reason"] == "from the server", "\(learnt)")
+        #expect(!Self.changes(watching).contains { $0["transaction_id"]?.stringValue == bobsToo }, "\(watching.standardOutput)")
     }
 
     @Test func garbage_isRefusedClearly() throws {
