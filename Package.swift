@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         // expensectl against a real daemon: help, exit statuses, --json shapes.
-        .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),
+        .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCtl", "ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),
         // The real backends (ihatemoney, fava) started on loopback, and the fault proxy.
         .testTarget(name: "BackendTests", dependencies: ["IhatemoneyBackend", "SyncEngine", "ExpenseTestSupport", "ExpenseCore", "Curl", "SQLite", "Digest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),

@@ -41,7 +41,7 @@ final class ControlClient {
             } else if error.isNameTooLong {
                 throw ClientError(status: .usage, message: "cannot connect to expensed at '\(path)': the path is \(path.utf8.count) bytes; a Unix socket's path holds at most \(UnixSocket.maximumPathBytes)")
             } else if error.isPermissionDenied {
-                throw ClientError(status: .noPermission, message: "cannot connect to expensed at '\(path)': \(error.reason); ask to be added to the daemon's control group")
+                throw ClientError(status: .noPermission, message: "cannot connect to expensed at '\(path)': \(error.reason); \(SocketRefusal.observe(path).explanation)")
             }
             throw ClientError(status: .unavailable, message: "cannot connect to expensed at '\(path)': \(error.reason)")
         }

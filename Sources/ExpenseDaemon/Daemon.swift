@@ -108,7 +108,7 @@ public enum Daemon {
         if let directory = configuration.accountsDirectory {
             logger.info("Accounts: a token file per user in '\(directory)'\(tokens.hasDefaultAccount ? "; callers without one have the default account" : "; callers without one are refused")")
         }
-        let (listener, ownedPath) = try controlSocket(configuration, logger: logger)
+        let (listener, ownedPath) = try controlSocket(configuration, group: access.groupID, logger: logger)
         let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: configuration.controlLimits, access: access,
                                        logger: logger)
         // The server's record exists with a server: the engine writes it,
@@ -193,8 +193,10 @@ public enum Daemon {
                             adminGroupID: adminGroupID, adminGroupName: configuration.adminGroup)
     }
 
-    /// The socket systemd passed (socket activation), or one we bind.
-    static func controlSocket(_ configuration: Configuration, logger: Logger) throws -> (FileDescriptor, String?) {
+    /// The socket systemd passed (socket activation), or one we bind. One
+    /// we bind belongs to the control group, when there is one, so that
+    /// its members may connect (`SocketGroup=` does this for systemd's).
+    static func controlSocket(_ configuration: Configuration, group: UInt32?, logger: Logger) throws -> (FileDescriptor, String?) {
         if let activated = ServiceManager.listenDescriptors().first {
             logger.info("Using the control socket passed by systemd")
             return (activated, nil)
@@ -206,7 +208,9 @@ public enum Daemon {
         do {
             // 0660: the socket's group decides who besides the owner may connect;
             // the peer check decides who is served.
-            return (try UnixSocket.listen(path: path, mode: 0o660), path)
+            return (try UnixSocket.listen(path: path, mode: 0o660, group: group), path)
+        } catch where error.call == "chown" && error.isPermissionDenied {
+            throw StartupFailure(code: .cannotCreate, message: "Failed to give control socket '\(path)' to control group '\(configuration.controlGroup ?? "")': \(error.reason); expensed must run as root or as a member of that group")
         } catch {
             throw StartupFailure(code: .cannotCreate, message: "Failed to listen on control socket '\(path)': \(error.reason)")
         }

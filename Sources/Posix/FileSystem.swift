@@ -93,6 +93,12 @@ public enum FileSystem {
         try retrying("link", new) { Glibc.link(existing, new) }
     }
 
+    /// Gives the file at `path` to `group`, its owner unchanged; a
+    /// symbolic link is changed itself, never followed. Wraps `lchown(2)`.
+    public static func setGroup(_ path: String, _ group: UInt32) throws(SystemCallError) {
+        try retrying("chown", path) { Glibc.lchown(path, uid_t.max, group) }
+    }
+
     /// Wraps `chmod(2)`.
     public static func setMode(_ path: String, _ mode: UInt32) throws(SystemCallError) {
         try retrying("chmod", path) { Glibc.chmod(path, mode) }

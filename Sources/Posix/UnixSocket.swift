@@ -15,8 +15,9 @@ public struct PeerCredentials: Sendable, Equatable {
 /// `AF_UNIX` stream sockets: listening, connecting, and passing descriptors.
 public enum UnixSocket {
     /// Binds and listens on `path`, replacing a stale socket file there.
-    /// The socket is non-blocking and gets `mode` (e.g. `0o660`).
-    public static func listen(path: String, mode: UInt32 = 0o660, backlog: Int32 = 128) throws(SystemCallError) -> FileDescriptor {
+    /// The socket is non-blocking and gets `mode` (e.g. `0o660`), and
+    /// belongs to `group` when one is given.
+    public static func listen(path: String, mode: UInt32 = 0o660, group: UInt32? = nil, backlog: Int32 = 128) throws(SystemCallError) -> FileDescriptor {
         var address = try makeAddress(path)
         let fd = FileDescriptor(owning: try retrying("socket", path) {
             Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
@@ -31,6 +32,7 @@ public enum UnixSocket {
                 try retrying("bind", path) { Glibc.bind(fd.rawValue, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
         } }
+        if let group { try FileSystem.setGroup(path, group) }
         try FileSystem.setMode(path, mode)
         try retrying("listen", path) { Glibc.listen(fd.rawValue, backlog) }
         return fd

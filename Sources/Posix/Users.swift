@@ -7,11 +7,42 @@ public enum Users {
     /// The numeric id of a group name, or of a number given as text.
     public static func groupID(named name: String) -> UInt32? {
         if let number = UInt32(name) { return number }
-        var group = group()
+        var group = Glibc.group()
         var buffer = [CChar](repeating: 0, count: 16384)
         var result: UnsafeMutablePointer<group>?
         guard getgrnam_r(name, &group, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
         return group.gr_gid
+    }
+
+    /// A group's name and the users the group database lists as its
+    /// members (not those for whom it is the primary group); `nil` when
+    /// there is no such group or it could not be read (`getgrgid_r(3)`).
+    public static func groupEntry(_ id: UInt32) -> (name: String, members: [String])? {
+        var group = Glibc.group()
+        var buffer = [CChar](repeating: 0, count: 65536)
+        var result: UnsafeMutablePointer<group>?
+        guard getgrgid_r(id, &group, &buffer, buffer.count, &result) == 0, result != nil, let name = group.gr_name else { return nil }
+        var members: [String] = []
+        if var member = group.gr_mem {
+            while let name = member.pointee {
+                members.append(String(cString: name))
+                member += 1
+            }
+        }
+        return (String(cString: name), members)
+    }
+
+    /// The groups this process has: its effective group and its
+    /// supplementary groups (`getegid(2)`, `getgroups(2)`), as they were
+    /// when its session began.
+    public static var processGroups: Set<UInt32> {
+        var groups = Set([getegid()])
+        let count = getgroups(0, nil)
+        guard count > 0 else { return groups }
+        var list = [gid_t](repeating: 0, count: Int(count))
+        let got = getgroups(count, &list)
+        if got > 0 { groups.formUnion(list.prefix(Int(got))) }
+        return groups
     }
 
     /// What the password database says of a uid.

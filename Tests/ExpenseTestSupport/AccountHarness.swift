@@ -66,11 +66,10 @@ public final class AccountHarness: @unchecked Sendable {
         server = nil
     }
 
-    /// Starts the daemon and opens its socket file to everyone: the peer
-    /// check (control and admin groups) is what decides who is served.
+    /// Starts the daemon, which binds its socket itself (no socket
+    /// activation): the socket belongs to the control group, mode 0660.
     public func startDaemon() throws {
         try daemon.start()
-        chmod(daemon.socketPath, 0o666)
     }
 
     /// `expensectl` as `role` (root for "root").
