@@ -8,17 +8,21 @@ import Synchronization
 /// itself) or hang, to prove every crash window converges. Inert unless
 /// `EXPENSED_FAULT` is set, e.g. `EXPENSED_FAULT=after-receipt-staged`,
 /// `EXPENSED_FAULT=before-send:kill@3` (on the third hit),
-/// `EXPENSED_FAULT=store-probe:hang`, or `EXPENSED_FAULT=before-ready:sleep=3000`
-/// (pause 3 s). docs/testing.md lists the points.
+/// `EXPENSED_FAULT=store-probe:hang`, `EXPENSED_FAULT=before-ready:sleep=3000`
+/// (pause 3 s), or `EXPENSED_FAULT=spool-after-stage:hold` (wait until a
+/// byte is written to the FIFO `EXPENSED_FAULT_RELEASE` names: a test
+/// holds the daemon at the point while it acts, then lets it go on).
+/// docs/testing.md lists the points.
 public enum FaultPoints {
     enum Action: Equatable {
-        case kill, hang
+        case kill, hang, hold
         case sleep(milliseconds: UInt32)
 
         init?(_ text: Substring) {
             switch text {
             case "kill": self = .kill
             case "hang": self = .hang
+            case "hold": self = .hold
             default:
                 guard text.hasPrefix("sleep="), let ms = number(text.dropFirst(6), 0...600_000) else { return nil }
                 self = .sleep(milliseconds: UInt32(ms))
@@ -38,9 +42,17 @@ public enum FaultPoints {
     /// refuses to start, rather than run with a fault other than the one
     /// asked for (a misspelt action once meant `kill`).
     public static var problem: String? {
-        guard case .failure(let problem) = parsed else { return nil }
-        return problem.message
+        switch parsed {
+        case .failure(let problem):
+            return problem.message
+        case .success(let armed):
+            guard armed.values.contains(where: { $0.action == .hold }), (releasePath ?? "").isEmpty else { return nil }
+            return "':hold' needs EXPENSED_FAULT_RELEASE, the path of a FIFO a byte is written to for each release"
+        }
     }
+
+    /// The FIFO a held point reads one byte from to go on.
+    static let releasePath = Environment["EXPENSED_FAULT_RELEASE"]
 
     struct Problem: Error, Equatable {
         let message: String
@@ -62,7 +74,7 @@ public enum FaultPoints {
             var action = Action.kill
             if let colon = name.firstIndex(of: ":") {
                 guard let parsed = Action(name[name.index(after: colon)...]) else {
-                    return .failure(Problem(message: "'\(spec)': the action must be kill, hang or sleep=MS (MS at most 600000)"))
+                    return .failure(Problem(message: "'\(spec)': the action must be kill, hang, hold or sleep=MS (MS at most 600000)"))
                 }
                 action = parsed
                 name = name[..<colon]
@@ -90,6 +102,15 @@ public enum FaultPoints {
         case .hang:
             StandardStreams.writeErrorLine("<3>fault point \(point): hanging this thread")
             while true { pause() }
+        case .hold:
+            StandardStreams.writeErrorLine("<4>fault point \(point): holding until released")
+            let fifo = open(releasePath ?? "", O_RDONLY | O_CLOEXEC)
+            var byte: UInt8 = 0
+            if fifo >= 0 {
+                while read(fifo, &byte, 1) < 0 && errno == EINTR {}
+                close(fifo)
+            }
+            StandardStreams.writeErrorLine("<4>fault point \(point): released")
         case .sleep(let milliseconds):
             StandardStreams.writeErrorLine("<4>fault point \(point): pausing \(milliseconds) ms")
             usleep(milliseconds * 1000)

@@ -10,6 +10,10 @@ import Posix
 /// clock, and hands out what it returns. A name being taken is *busy*: an
 /// arrival for it (a new file dropped under the same name meanwhile) waits
 /// until that take has finished, so one file is never taken twice at once.
+/// So does a sidecar whose stem's receipt is being taken: once that take
+/// has committed, the sidecar is a late one, an edit of the receipt's
+/// expense; taken beside it, it would find no receipt taken and become an
+/// expense of its own.
 struct SpoolSchedule {
     /// What a spool file is, by its extension.
     enum Role: Equatable {
@@ -92,6 +96,11 @@ struct SpoolSchedule {
             return []
         }
         let role = Self.role(of: name)
+        if role == .sidecar, receiptBeingTaken(stem: name.stem) != nil {
+            let earlier = deferred[name] ?? nil
+            deferred[name] = [earlier, delay].compactMap { $0 }.max()
+            return []
+        }
         if role == .other {
             if let delay {
                 if !others.contains(where: { $0.name == name }) { others.append(Waiting(name: name, due: now + delay)) }
@@ -125,6 +134,18 @@ struct SpoolSchedule {
         }
         groups[stem] = group.isEmpty ? nil : group
         return takes
+    }
+
+    /// The receipt with this stem that is being taken, if one is.
+    private func receiptBeingTaken(stem: [UInt8]) -> FileName? {
+        busy.first { $0.stem == stem && Self.role(of: $0) == .receipt }
+    }
+
+    /// The receipt `name`, a sidecar, waits for: it is being taken, and
+    /// the sidecar arrives again once that take has finished.
+    func receiptHolding(_ name: FileName) -> FileName? {
+        guard Self.role(of: name) == .sidecar, deferred[name] != nil, !busy.contains(name) else { return nil }
+        return receiptBeingTaken(stem: name.stem)
     }
 
     /// Takes the first receipt and the first sidecar of `group` together.
@@ -176,6 +197,15 @@ struct SpoolSchedule {
                 takes += arrived(name, now: now, delay: max(retryAfter, (again ?? nil) ?? 0))
             } else if let again {
                 takes += arrived(name, now: now, delay: again)
+            }
+        }
+        // Sidecars that waited for this take's receipt: after a take tried
+        // again later, they wait as long, to be taken with it as a pair.
+        for stem in Set(take.names.filter { Self.role(of: $0) == .receipt }.map(\.stem)) where receiptBeingTaken(stem: stem) == nil {
+            let waiting = deferred.keys.filter { $0.stem == stem && Self.role(of: $0) == .sidecar && !busy.contains($0) }
+            for sidecar in waiting.sorted() {
+                let again = deferred.removeValue(forKey: sidecar) ?? nil
+                takes += arrived(sidecar, now: now, delay: retryAfter.map { max($0, again ?? 0) } ?? again)
             }
         }
         return takes

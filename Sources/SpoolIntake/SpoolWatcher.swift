@@ -219,6 +219,9 @@ private struct SpoolWatchLoop {
         guard !SpoolDirectory.isIgnored(name) else { return }
         unsettled[name] = nil
         let takes = schedule.arrived(name, now: Self.now)
+        if let receipt = schedule.receiptHolding(name) {
+            watcher.logger.info("Spool file '\(name.displayName)' waits until its receipt '\(receipt.displayName)', being taken, is queued")
+        }
         // A receipt left waiting for its sidecar is copied meanwhile.
         if takes.isEmpty && watcher.settleMilliseconds > 0 && schedule.isWaiting(name)
             && SpoolSchedule.role(of: name) == .receipt {

@@ -48,8 +48,57 @@ import Testing
         var schedule = SpoolSchedule(settleMilliseconds: 500)
         _ = schedule.arrived(name("a.jpg"), now: 0)
         #expect(schedule.takeDue(now: 500) == [.expense(receipt: name("a.jpg"), sidecar: nil)])
+        #expect(schedule.finished(.expense(receipt: name("a.jpg"), sidecar: nil), now: 550).isEmpty)
         #expect(schedule.arrived(name("a.json"), now: 600).isEmpty)
         #expect(schedule.takeDue(now: 1100) == [.expense(receipt: nil, sidecar: name("a.json"))])
+    }
+
+    /// A sidecar that arrives while its receipt is being taken alone waits
+    /// until that take has finished: taken beside it, before the receipt's
+    /// expense is committed, it would not be known as a late sidecar and
+    /// would become a second expense. Then it waits as any lone sidecar.
+    @Test func sidecarWhileItsReceiptIsBeingTaken_waitsForThatTake() {
+        var schedule = SpoolSchedule(settleMilliseconds: 500)
+        _ = schedule.arrived(name("a.jpg"), now: 0)
+        _ = schedule.arrived(name("b.jpg"), now: 0)
+        #expect(schedule.takeDue(now: 500) == [.expense(receipt: name("a.jpg"), sidecar: nil), .expense(receipt: name("b.jpg"), sidecar: nil)])
+        #expect(schedule.arrived(name("a.json"), now: 600).isEmpty)
+        #expect(schedule.receiptHolding(name("a.json")) == name("a.jpg"))
+        #expect(schedule.nextDue == nil, "it waits for the take, not for a time")
+        #expect(schedule.takeDue(now: 100_000).isEmpty)
+        // Another stem's take finishing frees nothing.
+        #expect(schedule.finished(.expense(receipt: name("b.jpg"), sidecar: nil), now: 100_000).isEmpty)
+        #expect(schedule.receiptHolding(name("a.json")) == name("a.jpg"))
+        #expect(schedule.finished(.expense(receipt: name("a.jpg"), sidecar: nil), now: 100_100).isEmpty)
+        #expect(schedule.receiptHolding(name("a.json")) == nil)
+        #expect(schedule.takeDue(now: 100_599).isEmpty)
+        #expect(schedule.takeDue(now: 100_600) == [.expense(receipt: nil, sidecar: name("a.json"))])
+        _ = schedule.finished(.expense(receipt: nil, sidecar: name("a.json")), now: 100_700)
+        #expect(schedule.isIdle)
+    }
+
+    /// The receipt's take failed and is tried again later: the sidecar
+    /// that waited for it waits as long, and the two are taken as a pair.
+    @Test func sidecarThatWaitedForAReceiptTriedAgain_isTakenWithIt() {
+        var schedule = SpoolSchedule(settleMilliseconds: 0)
+        #expect(schedule.arrived(name("a.jpg"), now: 0) == [])
+        #expect(schedule.takeDue(now: 0) == [.expense(receipt: name("a.jpg"), sidecar: nil)])
+        #expect(schedule.arrived(name("a.json"), now: 10).isEmpty)
+        #expect(schedule.finished(.expense(receipt: name("a.jpg"), sidecar: nil), now: 20, retryAfter: 30_000).isEmpty)
+        #expect(schedule.takeDue(now: 30_019).isEmpty)
+        #expect(schedule.takeDue(now: 30_020) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))])
+    }
+
+    /// A sidecar taken with its receipt as a pair, and one arriving under
+    /// another name of the same stem meanwhile, waits for the pair's take.
+    @Test func sidecarWhileAPairOfItsStemIsBeingTaken_waitsForIt() {
+        var schedule = SpoolSchedule(settleMilliseconds: 500)
+        _ = schedule.arrived(name("a.json"), now: 0)
+        #expect(schedule.arrived(name("a.jpg"), now: 10) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))])
+        #expect(schedule.arrived(name("a.JSON"), now: 20).isEmpty)
+        #expect(schedule.takeDue(now: 10_000).isEmpty)
+        _ = schedule.finished(.expense(receipt: name("a.jpg"), sidecar: name("a.json")), now: 10_000)
+        #expect(schedule.takeDue(now: 10_500) == [.expense(receipt: nil, sidecar: name("a.JSON"))])
     }
 
     @Test func otherKinds_areTakenAtOnce() {
