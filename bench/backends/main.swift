@@ -20,10 +20,12 @@ import ExpenseTestSupport
 import Foundation
 import Posix
 
-let arguments = CommandLine.arguments
-let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
-let count = arguments.firstIndex(of: "--count").flatMap { Int(arguments[$0 + 1]) } ?? 1000
-let only = arguments.firstIndex(of: "--only").map { arguments[$0 + 1] }
+let options = BenchArguments("bench-backends", usage: "usage: bench-backends [--bin DIR] [--count N] [--only ihatemoney|fava]",
+                             options: ["--bin", "--count", "--only"])
+let bin = options.value("--bin") ?? ".build/release"
+let count = options.int("--count", default: 1000)
+let only = options.value("--only")
+if let only, !["ihatemoney", "fava"].contains(only) { options.refuse("--only must be ihatemoney or fava") }
 setenv("EXPENSED_BIN_DIR", bin, 1)
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }

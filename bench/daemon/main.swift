@@ -13,8 +13,9 @@ import OutboxStore
 import Posix
 import SQLite
 
-let quick = BenchRun.isQuick
-let bin = BenchRun.binaryDirectory()
+let options = BenchArguments("bench-daemon", usage: "usage: bench-daemon [--bin DIR] [--quick]", options: ["--bin"], switches: ["--quick"])
+let quick = options.has("--quick")
+let bin = options.binaryDirectory()
 let samples = quick ? 500 : 3000
 let backlog = quick ? 20_000 : 100_000
 

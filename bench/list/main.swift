@@ -14,8 +14,9 @@ import OutboxStore
 import Posix
 import SQLite
 
-let quick = BenchRun.isQuick
-let bin = BenchRun.binaryDirectory()
+let options = BenchArguments("bench-list", usage: "usage: bench-list [--bin DIR] [--quick]", options: ["--bin"], switches: ["--quick"])
+let quick = options.has("--quick")
+let bin = options.binaryDirectory()
 let cachedCount = quick ? 20_000 : 100_000
 let queuedCount = quick ? 2_000 : 10_000
 let samples = quick ? 15 : 51

@@ -14,12 +14,11 @@ import ExpenseTestSupport
 import Foundation
 import Posix
 
-let arguments = CommandLine.arguments
-func option(_ name: String) -> String? { arguments.firstIndex(of: name).map { arguments[$0 + 1] } }
-let bin = option("--bin") ?? ".build/release"
-setenv("EXPENSED_BIN_DIR", bin, 1)
-let size = option("--size").flatMap(Int.init) ?? 10 << 20
-let rounds = option("--rounds").flatMap(Int.init) ?? 40
+let options = BenchArguments("bench-receipt", usage: "usage: bench-receipt [--bin DIR] [--size BYTES] [--rounds N]",
+                             options: ["--bin", "--size", "--rounds"])
+let bin = options.binaryDirectory()
+let size = options.int("--size", default: 10 << 20)
+let rounds = options.int("--rounds", default: 40)
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 func fail(_ message: String) -> Never {

@@ -33,6 +33,12 @@ struct Settings {
     var processes = [1, 2, 4]
     var serverCPU: Double?
 
+    static let usage = """
+        usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]
+               bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4] [--server-cpu FRACTION]
+               bench-server --web [--server PATH] [--seconds S]
+        """
+
     init(_ arguments: [String]) {
         var it = arguments.makeIterator()
         while let argument = it.next() {
@@ -49,10 +55,11 @@ struct Settings {
             case "--server-cpu":
                 guard let value = it.next().flatMap(Double.init) else { print("bench-server: --server-cpu needs a fraction of a core"); exit(64) }
                 serverCPU = value
+            case "--help", "-h":
+                print(Self.usage)
+                exit(0)
             default:
-                print("usage: bench-server [--server PATH] [--seconds S] [--clients 1,8,32] [--receipt-clients N] [--slow-clients N]")
-                print("       bench-server --postgres [--server PATH] [--seconds S] [--scaling-clients N] [--processes 1,2,4] [--server-cpu FRACTION]")
-                print("       bench-server --web [--server PATH] [--seconds S]")
+                FileHandle.standardError.write(Data("bench-server: unknown argument '\(argument)'\n\(Self.usage)\n".utf8))
                 exit(64)
             }
         }

@@ -10,13 +10,12 @@ import ExpenseTestSupport
 import Foundation
 import Posix
 
-let arguments = CommandLine.arguments
-func option(_ name: String) -> String? { arguments.firstIndex(of: name).map { arguments[$0 + 1] } }
-let bin = option("--bin") ?? ".build/release"
-setenv("EXPENSED_BIN_DIR", bin, 1)
-let fileCount = option("--files").flatMap(Int.init) ?? 1000
-let fileSize = option("--size").flatMap(Int.init) ?? 200 * 1024
-let settles = option("--settle").map { [$0] } ?? ["500ms", "0ms"]
+let options = BenchArguments("bench-spool", usage: "usage: bench-spool [--bin DIR] [--files N] [--size BYTES] [--settle DURATION] [--rounds N]",
+                             options: ["--bin", "--files", "--size", "--settle", "--rounds"])
+let bin = options.binaryDirectory()
+let fileCount = options.int("--files", default: 1000)
+let fileSize = options.int("--size", default: 200 * 1024)
+let settles = options.value("--settle").map { [$0] } ?? ["500ms", "0ms"]
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 func fail(_ message: String) -> Never {
@@ -86,7 +85,7 @@ func spoolIntake(_ names: [String], from source: String, settle: String) throws 
     return rate
 }
 
-let rounds = option("--rounds").flatMap(Int.init) ?? 3
+let rounds = options.int("--rounds", default: 3)
 print("bench-spool: bin=\(bin) files=\(fileCount) size=\(fileSize) bytes rounds=\(rounds)")
 let scratch = NSTemporaryDirectory() + "bench-spool-\(UUID().uuidString.prefix(8))"
 defer { try? FileManager.default.removeItem(atPath: scratch) }

@@ -19,16 +19,18 @@ import ExpenseTestSupport
 import Foundation
 import Posix
 
-let arguments = CommandLine.arguments
-let quick = arguments.contains("--quick")
-let bin = arguments.firstIndex(of: "--bin").map { arguments[$0 + 1] } ?? ".build/release"
-let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? (quick ? 1 : 5)
-let creates = arguments.firstIndex(of: "--count").flatMap { Int(arguments[$0 + 1]) } ?? (quick ? 500 : 2000)
-let serverCore = arguments.firstIndex(of: "--server-cpu").map { arguments[$0 + 1] }
-let perfDirectory = arguments.firstIndex(of: "--perf").map { arguments[$0 + 1] }
+let options = BenchArguments("bench-sync", usage: """
+    usage: bench-sync [--bin DIR] [--quick] [--rounds N] [--count N] [--server-cpu N] [--perf DIR] [--only creates|receipts|memory]
+    """, options: ["--bin", "--rounds", "--count", "--server-cpu", "--perf", "--only"], switches: ["--quick"])
+let quick = options.has("--quick")
+let bin = options.binaryDirectory()
+let rounds = options.int("--rounds", default: quick ? 1 : 5)
+let creates = options.int("--count", default: quick ? 500 : 2000)
+let serverCore = options.value("--server-cpu").map { _ in String(options.int("--server-cpu", default: 0, in: 0...4095)) }
+let perfDirectory = options.value("--perf")
 /// Runs one part only: creates, receipts or memory.
-let only = arguments.firstIndex(of: "--only").map { arguments[$0 + 1] }
-setenv("EXPENSED_BIN_DIR", bin, 1)
+let only = options.value("--only")
+if let only, !["creates", "receipts", "memory"].contains(only) { options.refuse("--only must be creates, receipts or memory") }
 let concurrency = 4
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
