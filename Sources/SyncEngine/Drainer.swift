@@ -39,6 +39,8 @@ public final class Drainer: Sendable {
         var lastRefresh: UInt64?
         /// A pass is running, and the monotonic time of its last progress.
         var passing = false
+        /// Passes ended since start.
+        var passes = 0
         var lastProgress: UInt64 = 0
         var stats = SyncStats()
         /// The statistics since start of each account.
@@ -193,7 +195,7 @@ public final class Drainer: Sendable {
             recordFailure("transport", account: nil)
             try? await store.countTransportFailure()
         }
-        end()
+        end(stop)
     }
 
     private func begin() {
@@ -255,8 +257,13 @@ public final class Drainer: Sendable {
         state.withLock { $0.lastProgress = Clock.monotonicNanoseconds }
     }
 
-    private func end() {
-        state.withLock { $0.passing = false }
+    private func end(_ stop: Stop?) {
+        let number = state.withLock { state in
+            state.passing = false
+            state.passes += 1
+            return state.passes
+        }
+        logger.debug("Drain pass \(number) ended\(stop.map { ", stopped: \($0)" } ?? "")")
     }
 
     /// Why a pass stopped before the outbox was empty.

@@ -86,6 +86,23 @@ public final class DaemonHarness: @unchecked Sendable {
 
     public var log: String { process?.standardError ?? "" }
 
+    /// The number of drain passes this daemon's log says have ended (its
+    /// debug lines "Drain pass N ended": start it with `EXPENSED_DEBUG`).
+    public var passesEnded: Int {
+        log.split(separator: "\n").reversed().lazy.compactMap { line -> Int? in
+            guard let range = line.range(of: "Drain pass ") else { return nil }
+            let rest = line[range.upperBound...]
+            guard rest.contains(" ended") else { return nil }
+            return Int(rest.prefix { $0.isNumber })
+        }.first ?? 0
+    }
+
+    /// Waits until `count` more drain passes than `after` have ended: what
+    /// a test that shows nothing happens waits for, instead of a time.
+    public func waitForPasses(after: Int, count: Int = 2, timeout: Double = 20) throws {
+        try waitUntil(timeout: timeout, "\(count) more drain passes to end (EXPENSED_DEBUG must be set)") { passesEnded >= after + count }
+    }
+
     /// Runs `expensectl` against this daemon.
     public func ctl(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> CommandResult {
         try runCommand(BuiltProducts.path("expensectl"), ["--socket", socketPath] + arguments, environment: environment, timeout: timeout)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A running `expense-server serve` on 127.0.0.1 with a port of its own,
 /// a data directory, and a user: what end-to-end tests and the benchmark
@@ -64,24 +65,30 @@ public final class ServerProcess: @unchecked Sendable {
         try HTTPConnection(port: port, timeout: timeout)
     }
 
-    /// A port nothing listens on right now (bound, read, released): for a
-    /// server that is started later, at an address a daemon already uses.
+    /// A port nothing listens on right now: for a server that is started
+    /// later (and perhaps again), at an address a daemon already uses.
+    /// Taken below the kernel's ephemeral range (32768 and up), so no
+    /// outgoing connection of a test running beside this one is given it
+    /// meanwhile, and never handed out twice by one test process.
     public static func unusedPort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        for _ in 0..<1000 {
+            let port = UInt16.random(in: 20_000...32_000)
+            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound == 0 { return port }
         }
-        guard bound == 0 else { throw TestFailure("bind: \(errno)") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return UInt16(bigEndian: address.sin_port)
+        throw TestFailure("no unused port from 20000 to 32000 after 1000 tries")
     }
+
+    private static let handedOut = Mutex<Set<UInt16>>([])
 
     /// The access log lines so far (lines that are not `expense-server: …`).
     public var accessLog: [String] {
