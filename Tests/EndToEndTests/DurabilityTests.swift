@@ -19,8 +19,10 @@ import Testing
         for round in 0..<rounds {
             try daemon.start()
             let stop = Atomic<Bool>(false)
+            let finished = Atomic<Int>(0)
             let writers = (0..<3).map { writer in
                 Thread {
+                    defer { finished.add(1, ordering: .relaxed) }
                     var n = 0
                     while !stop.load(ordering: .relaxed) {
                         n += 1
@@ -44,8 +46,8 @@ import Testing
             usleep(UInt32.random(in: 20_000...250_000, using: &generator))
             daemon.crash()
             stop.store(true, ordering: .relaxed)
-            // Let the writer threads notice (their connections fail at once).
-            usleep(50_000)
+            // The writers notice at once (their connections fail): wait for them.
+            try waitUntil("the writers of round \(round) to stop") { finished.load(ordering: .relaxed) == writers.count }
         }
 
         try daemon.start()

@@ -56,9 +56,7 @@ import Testing
         #expect(token == "second-token" && problem == nil && generation == 2)
 
         try Self.write("third-token", to: path)
-        let deadline = Date().addingTimeInterval(3)
-        while tokens.current().token != "third-token" && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        #expect(tokens.current().token == "third-token")
+        try waitUntil(timeout: 3, "the replaced file to be read by a send") { tokens.current().token == "third-token" }
         #expect(tokens.generation == 3)
     }
 
