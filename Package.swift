@@ -102,7 +102,9 @@ let package = Package(
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["TestProcess", "Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
+        // The test process ignores SIGPIPE, as the daemon and the server do (a C constructor, before any test).
+        .target(name: "TestProcess", path: "Tests/TestProcess"),
 
         .testTarget(name: "ExpenseCoreTests", dependencies: ["ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol", "ExpenseCore"]),

@@ -302,7 +302,7 @@ final class ControlLoop {
     private func refuse(_ socket: FileDescriptor, _ failure: ControlFailure) {
         var line = failure.json.serializedBytes()
         line.append(0x0A)
-        _ = try? socket.writeSome(line)
+        _ = try? UnixSocket.sendSome(socket, line)
     }
 
     private func receive(_ connection: Connection) {
@@ -419,11 +419,11 @@ final class ControlLoop {
                         connection.outgoing.removeFirst()
                     } else {
                         // Only up to its line, so no other write carries the line's first byte.
-                        n = try connection.socket.writeSome(Array(connection.output[..<next.offset]))
+                        n = try UnixSocket.sendSome(connection.socket, Array(connection.output[..<next.offset]))
                     }
                     for index in connection.outgoing.indices { connection.outgoing[index].offset -= n }
                 } else {
-                    n = try connection.socket.writeSome(connection.output)
+                    n = try UnixSocket.sendSome(connection.socket, connection.output)
                 }
                 connection.output.removeFirst(n)
                 if n > 0 { connection.lastWriteProgress = Clock.monotonicNanoseconds }

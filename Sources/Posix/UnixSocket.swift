@@ -99,13 +99,16 @@ public enum UnixSocket {
     }
 
     /// Sends what one `sendmsg(2)` takes of `bytes`, with `descriptor`
-    /// attached to the first byte (`SCM_RIGHTS`); for non-blocking sockets.
+    /// attached to the first byte (`SCM_RIGHTS`) when given; for
+    /// non-blocking sockets. A peer that went away is `EPIPE`, never a
+    /// `SIGPIPE` (`MSG_NOSIGNAL`): safe in any process, whatever it does
+    /// with that signal.
     /// - Returns: the bytes sent; at least one when it returns, so the
     ///   descriptor went.
     /// - Throws: `EAGAIN` (``SystemCallError/wouldBlock``) when nothing could be sent.
-    public static func sendSome(_ socket: FileDescriptor, _ bytes: [UInt8], passing descriptor: FileDescriptor) throws(SystemCallError) -> Int {
+    public static func sendSome(_ socket: FileDescriptor, _ bytes: [UInt8], passing descriptor: FileDescriptor? = nil) throws(SystemCallError) -> Int {
         try typed { try bytes.withUnsafeBytes { raw in
-            try retrying("sendmsg") { cshims_send_with_fd(socket.rawValue, raw.baseAddress!, raw.count, descriptor.rawValue) }
+            try retrying("sendmsg") { cshims_send_with_fd(socket.rawValue, raw.baseAddress!, raw.count, descriptor?.rawValue ?? -1) }
         } }
     }
 

@@ -9,7 +9,7 @@ import Testing
 /// the other half and adopts it (docs/backends.md, "Exactly once without
 /// idempotency keys"), so the create is not made twice, nothing is held
 /// up, and a refresh loses nothing.
-@Suite(.serialized) struct FavaMarkerTests {
+@Suite struct FavaMarkerTests {
     enum Removed: String, CaseIterable, Sendable { case metadata, link }
 
     @Test(arguments: Removed.allCases)

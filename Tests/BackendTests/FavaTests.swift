@@ -74,7 +74,7 @@ final class FavaHarness: @unchecked Sendable {
 
 /// expensed against the real fava 1.30.16 and beancount 3.2.3 (from the
 /// test venv); the verdict is beancount's own loader reading the ledger.
-@Suite(.serialized) struct FavaTests {
+@Suite struct FavaTests {
     @Test func add_makesOneTransactionWithItsLinkAndMetadata() throws {
         let h = try FavaHarness()
         try h.daemon.start()

@@ -6,7 +6,7 @@ import Testing
 
 /// expensed against the real ihatemoney 7.2.1 (from the test venv), each
 /// test with its own ihatemoney, database and daemon.
-@Suite(.serialized) struct IhatemoneyTests {
+@Suite struct IhatemoneyTests {
     @Test func add_makesOneBillCarryingTheMarker() throws {
         let h = try IhatemoneyHarness()
         try h.daemon.start()

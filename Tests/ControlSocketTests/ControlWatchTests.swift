@@ -11,7 +11,8 @@ import Testing
 /// The socket thread's part of `watch`: every summary published after the
 /// one a watcher was answered with reaches it, whenever it comes.
 // Serialized: each test blocks a thread of the cooperative pool on its
-// client's reads while its handler needs another to answer.
+// client's reads (the servers answer on the socket's own thread); one at
+// a time, they hold one thread of it, not two.
 @Suite(.serialized) struct ControlWatchTests {
     let temporary = TemporaryDirectory(prefix: "control-watch")
 
@@ -27,21 +28,21 @@ import Testing
         let access = AccessPolicy(daemonUID: Users.effectiveUserID, groupID: nil, groupName: nil)
         let server = try ControlServer(listener: listener, ownedSocketPath: path, limits: ControlLimits(), access: access,
                                        logger: Logger(target: .stderr))
-        server.start()
-        let handler = Task {
-            for await incoming in server.requests {
-                guard case .watch = incoming.request.command else { continue }
-                let seen = server.publishedVersion()
-                var refused = QueueSummary()
-                refused.queued = 3
-                refused.server = .needsCredentials
-                var before = refused
-                before.server = .unknown
-                server.publish(summary: refused)
-                server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, before),
-                               then: .watch(id: incoming.request.id, seenVersion: seen))
-            }
-        }
+        // Answered on the socket's own thread: nothing here waits for the
+        // cooperative pool, which the other tests of the run share.
+        server.start(direct: { incoming in
+            guard case .watch = incoming.request.command else { return false }
+            let seen = server.publishedVersion()
+            var refused = QueueSummary()
+            refused.queued = 3
+            refused.server = .needsCredentials
+            var before = refused
+            before.server = .unknown
+            server.publish(summary: refused)
+            server.respond(to: incoming.connection, ControlResponse(id: incoming.request.id, before),
+                           then: .watch(id: incoming.request.id, seenVersion: seen))
+            return true
+        })
         let client = try RawClient(path: path, timeout: 10)
         try client.send("{\"op\":\"watch\",\"id\":1}\n")
         let answer = try client.readJSONLine()
@@ -50,7 +51,6 @@ import Testing
         let next = try? client.readJSONLine()
         #expect(next?["result"]?["server"] == "needs_credentials", "the summary published with the answer: \(next.map { $0.serialized() } ?? "none")")
         await server.shutdown()
-        handler.cancel()
     }
     /// A watch of changes refused (an account the caller may not see) left
     /// the connection counted as a watcher of changes, once per refusal, so
@@ -58,8 +58,6 @@ import Testing
     /// for its answer; not after a refusal; counted again when a watch on
     /// the same connection is answered; not after it closes.
     @Test func aRefusedWatchOfChanges_isNotCountedAsAWatcher() async throws {
-        // As the daemon does (`Signals.trap`): a write to a peer gone is EPIPE, not a signal.
-        signal(SIGPIPE, SIG_IGN)
         let path = temporary.at("refused.sock")
         let listener = try UnixSocket.listen(path: path, mode: 0o600)
         let access = AccessPolicy(daemonUID: Users.effectiveUserID, groupID: nil, groupName: nil)

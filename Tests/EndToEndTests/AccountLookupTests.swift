@@ -7,6 +7,7 @@ import Testing
 /// account; what it learnt of callers follows `accounts_dir` at once; a
 /// user database that stops answering for one caller holds up no one
 /// else. Real local users and the real daemon, as in ``AccountTests``.
+/// Serialized: users and groups are the machine's.
 @Suite(.serialized) struct AccountLookupTests {
     static let expense = ["--merchant", "M", "--amount", "1", "--currency", "EUR", "--date", "2026-11-29"]
 

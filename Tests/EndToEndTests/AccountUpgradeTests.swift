@@ -9,7 +9,7 @@ import Testing
 /// queued with its receipt, an offline edit, and the server's data they
 /// were synced to) opens under this one, migrates, and syncs what was
 /// queued with the token it always had, all of it the default account's.
-@Suite(.serialized) struct AccountUpgradeTests {
+@Suite struct AccountUpgradeTests {
     static let fixture = "/" + #filePath.split(separator: "/").dropLast(2).joined(separator: "/") + "/Fixtures/schema2"
 
     /// The fixture's daemon state and server data copied into a new folder,

@@ -6,7 +6,7 @@ import Testing
 /// What expensectl does for a person at a terminal: an add's date is today
 /// where they are, a currency in any case is the code, and delete and
 /// discard say what they remove and ask first, on a terminal only.
-@Suite(.serialized) struct CommandDefaultsTests {
+@Suite struct CommandDefaultsTests {
     static func add(_ daemon: DaemonHarness, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
         let result = try daemon.ctl(["add"] + arguments, environment: environment)
         guard result.status == 0 else { throw TestFailure("add \(arguments): \(result.stderr)") }

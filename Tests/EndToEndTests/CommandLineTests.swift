@@ -7,7 +7,7 @@ import Testing
 /// option and variable, through the real binary and a real daemon. Each
 /// bad one is refused with a clear message and the exit status documented
 /// in expensectl(1); nothing is stored.
-@Suite(.serialized) struct CommandLineTests {
+@Suite struct CommandLineTests {
     static let complete = ["--merchant", "M", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29"]
 
     /// Runs a bash script with the built expensectl as `$CTL` and the

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// The control socket against raw bytes `expensectl` would never send.
-@Suite(.serialized) struct ControlSocketTests {
+@Suite struct ControlSocketTests {
     static let good = #"{"id":"ok","op":"status"}"# + "\n"
 
     static let badLines: [(String, [UInt8], String)] = {

@@ -9,6 +9,7 @@ import Testing
 /// fault point), restart, and the end state converges: each acknowledged
 /// expense once on the server and once in the cache, nothing lost, no
 /// orphan receipt file after one start-up.
+/// Serialized: one test kills the daemon between two requests of a server that takes a second each; one at a time keeps that window wide.
 @Suite(.serialized) struct CrashWindowTests {
     /// Adds one expense with a receipt, without waiting for the answer (the
     /// daemon may die before giving it).

@@ -5,7 +5,7 @@ import SQLite
 import Testing
 
 /// expensed as a process: start-up, refusal, notification, shutdown.
-@Suite(.serialized) struct DaemonLifecycleTests {
+@Suite struct DaemonLifecycleTests {
     @Test func addList_survivesARestart() throws {
         let daemon = DaemonHarness()
         try daemon.start()

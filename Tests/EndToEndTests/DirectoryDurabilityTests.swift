@@ -9,6 +9,7 @@ import Testing
 /// strace on a first start, every directory made (state directory and the
 /// missing ones above it, `receipts/`, the spool and `rejected/`) has its
 /// parent fsynced after it, and before a connection is accepted.
+/// Serialized: each test runs the daemon under strace, which stops every thread at every system call; one at a time bounds that load.
 @Suite(.serialized) struct DirectoryDurabilityTests {
     struct Call {
         let name: String

@@ -14,6 +14,7 @@ import Testing
 /// come after the database's WAL, the receipt file and the receipt's name
 /// in its directory are on stable storage. The same check, with one fsync
 /// turned into a no-op by an LD_PRELOAD shim, must name what is missing.
+/// Serialized: each test runs the daemon under strace, which stops every thread at every system call; one at a time bounds that load.
 @Suite(.serialized) struct DurabilityOrderTests {
     enum Scenario: String, CaseIterable, Sendable {
         case plainAdd, addWithReceipt, spoolIntake

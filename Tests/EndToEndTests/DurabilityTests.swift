@@ -7,7 +7,7 @@ import Testing
 
 /// Acknowledged means durable: kill -9 at random moments loses nothing
 /// that was acknowledged, doubles nothing, and leaves no orphan receipt.
-@Suite(.serialized) struct DurabilityTests {
+@Suite struct DurabilityTests {
     @Test func killNineDuringAdds_losesNothingAcknowledged() throws {
         let daemon = DaemonHarness()
         let receipt = daemon.directory.at("r.jpg")

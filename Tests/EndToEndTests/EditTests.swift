@@ -6,7 +6,7 @@ import Testing
 
 /// Offline edits and deletes: coalesced in the outbox, folded into reads,
 /// conflicts flagged. Counts come from the server's own access log.
-@Suite(.serialized) struct OfflineEditTests {
+@Suite struct OfflineEditTests {
     /// The outbox as (kind, state) pairs, oldest first.
     static func outbox(_ daemon: DaemonHarness) throws -> [(String, String)] {
         let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db")

@@ -6,7 +6,7 @@ import Testing
 /// `expensectl list` on a backlog: filters, orders, pages and totals done by
 /// the daemon, over expenses the real server synced and work still queued;
 /// and bad values refused by the client and by the daemon, naming them.
-@Suite(.serialized) struct ListCommandTests {
+@Suite struct ListCommandTests {
     static func add(_ daemon: DaemonHarness, _ arguments: [String]) throws -> String {
         let result = try daemon.ctl(["add"] + arguments)
         guard result.status == 0 else { throw TestFailure("add \(arguments): \(result.stderr)") }

@@ -4,7 +4,7 @@ import Testing
 
 /// What ships beside the binaries stays in step with them: completions,
 /// man pages, documented configuration keys, contrib scripts.
-@Suite(.serialized) struct PackagingTests {
+@Suite struct PackagingTests {
     static let root = BuiltProducts.packageRoot
 
     static func read(_ path: String) throws -> String {

@@ -8,7 +8,7 @@ import Testing
 
 /// Only a whole receipt is a receipt, by `expensectl add` and by the spool
 /// alike, and its kind comes from its bytes, never from its name.
-@Suite(.serialized) struct ReceiptCheckTests {
+@Suite struct ReceiptCheckTests {
     static let jpeg = SampleReceipt.jpeg(size: 50_000, seed: 9)
 
     /// Cut receipts, and what `add` says of each.

@@ -8,7 +8,7 @@ import Testing
 /// `expensectl edit ID --receipt FILE`: a receipt attached or replaced,
 /// offline or online, through the outbox; queued uploads of one expense
 /// coalesce into one. Counts come from the server's own access log.
-@Suite(.serialized) struct ReceiptEditTests {
+@Suite struct ReceiptEditTests {
     static let first = SampleReceipt.jpeg(size: 40_000, seed: 1)
     static let second = SampleReceipt.jpeg(size: 60_000, seed: 2)
     static let third = SampleReceipt.pdf(size: 30_000)

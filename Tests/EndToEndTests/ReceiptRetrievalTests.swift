@@ -8,7 +8,7 @@ import Testing
 /// `expensectl receipt`: the bytes back from the daemon's own copy while
 /// the upload waits, from the server once synced, always checked against
 /// the SHA-256 the daemon recorded, through the real daemon and server.
-@Suite(.serialized) struct ReceiptRetrievalTests {
+@Suite struct ReceiptRetrievalTests {
     static let jpeg = SampleReceipt.jpeg(size: 300_000, seed: 4)
 
     /// Adds an expense with `bytes` as its receipt; returns its transaction id.

@@ -5,7 +5,7 @@ import Testing
 
 /// What `status` says of the server is true now, without a command to
 /// make it so; and the command a refusal names does what it says.
-@Suite(.serialized) struct ServerStateTests {
+@Suite struct ServerStateTests {
     static func status(_ sync: SyncHarness) throws -> JSONValue {
         try sync.daemon.ctlJSON(["status"])
     }

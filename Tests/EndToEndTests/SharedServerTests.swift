@@ -6,6 +6,7 @@ import Testing
 
 /// `expensed` against the shared deployment: three `expense-server`
 /// processes on one PostgreSQL database behind HAProxy.
+/// Serialized: it runs a PostgreSQL cluster, three servers and HAProxy of its own.
 @Suite(.serialized) struct SharedServerTests {
     /// Expenses in the drain; `EXPENSE_TEST_DRAIN_COUNT` for a longer run.
     static let count = Int(ProcessInfo.processInfo.environment["EXPENSE_TEST_DRAIN_COUNT"] ?? "") ?? 2000

@@ -8,6 +8,7 @@ import Testing
 /// Kill -9 at each step of a spool intake (an armed fault point), restart:
 /// exactly one job per dropped file, with its receipt's bytes intact, and
 /// nothing left behind.
+/// Serialized: twelve crash-and-restart cases of one daemon each; one at a time bounds the load of their restarts.
 @Suite(.serialized) struct SpoolCrashTests {
     static let fields = ExpenseFields(merchant: "Crash Café", amount: "41.90", currency: "EUR", date: "2026-04-01", category: "Meals")
     static let receipt = SpoolDrop.receipt(.jpeg, tag: 77, size: 200 * 1024)

@@ -11,6 +11,7 @@ import Testing
 /// to a new file meanwhile (ext4 does so at once). The new file, even with
 /// the old one's size, mtime and name, is a new expense: never removed,
 /// never rejected; the old one stays one expense.
+/// Serialized: each test waits for the file system to hand a freed inode to a new file; tests beside each other would take each other's inodes.
 @Suite(.serialized) struct SpoolInodeReuseTests {
     static let fields = ExpenseFields(merchant: "Crash Café", amount: "41.90", currency: "EUR", date: "2026-04-01", category: "Meals")
     /// Another expense whose sidecar has the same length.

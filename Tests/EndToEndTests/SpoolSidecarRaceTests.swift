@@ -9,6 +9,7 @@ import Testing
 /// at each of its steps (the daemon held there by a `hold` fault point):
 /// one expense with the receipt and the sidecar's fields, whatever the
 /// moment; and the same through a kill -9 at that step and a restart.
+/// Serialized: twelve cases that hold or kill a daemon at each step of an intake; one at a time bounds the load of their restarts.
 @Suite(.serialized) struct SpoolSidecarRaceTests {
     static let fields = ExpenseFields(merchant: "Race Café", amount: "12.30", currency: "EUR", date: "2026-04-02", category: "Meals")
     static let receipt = SpoolDrop.receipt(.jpeg, tag: 91, size: 64 * 1024)

@@ -8,6 +8,7 @@ import Testing
 /// Where an expense came from (a spool drop, a pair, `add --receipt`), and
 /// a sidecar that comes after its receipt: through the real daemon, the
 /// real server, and kill -9 at the late sidecar's steps.
+/// Serialized: its kill -9 cases restart one daemon each at the late sidecar's steps; one at a time bounds the load of their restarts.
 @Suite(.serialized) struct SpoolSourceTests {
     static let fields = ExpenseFields(merchant: "Late Café", amount: "7.40", currency: "EUR", date: "2026-05-02", taxTag: "VAT-10")
     static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]

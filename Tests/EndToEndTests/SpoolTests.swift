@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 /// The spool end to end: real daemons, real files, several writers.
-@Suite(.serialized) struct SpoolTests {
+@Suite struct SpoolTests {
     /// What one drop must become.
     enum Expected {
         case expense(ExpenseFields, receipt: [UInt8]?)

@@ -7,7 +7,7 @@ import SQLite
 import Testing
 
 /// The sync engine against the real reference server on loopback.
-@Suite(.serialized) struct SyncTests {
+@Suite struct SyncTests {
     static func addLine(_ n: Int, clientID: String = ClientID.make(), receipt: Bool = false) -> String {
         #"{"id":\#(n),"op":"add","client_id":""# + clientID + #"","receipt":\#(receipt),"expense":{"merchant":"Shop \#(n)","amount":"\#(n % 1000).\#(n % 90 + 10)","currency":"EUR","date":"2026-11-29"}}"# + "\n"
     }

@@ -21,6 +21,7 @@ import Testing
 /// `EXPENSED_TORTURE_KILLS` sets the number of kills (default 110, within
 /// `EXPENSED_TORTURE_SECONDS` of killing, default 95 unless the kills are
 /// set): `EXPENSED_TORTURE_KILLS=500` runs it large.
+/// Serialized: the heaviest test of all (three writers, a dropper, a faulty server, a kill every second); beside itself it would halve its own kills.
 @Suite(.serialized) struct TortureTests {
     static let settleMilliseconds = 600.0
     static let faultPoints = ["after-receipt-staged", "before-send", "after-response", "between-upsert-and-job-removal", "after-job-removed",

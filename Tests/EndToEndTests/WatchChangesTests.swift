@@ -5,7 +5,7 @@ import Testing
 
 /// `expensectl watch`: one line per change of an expense's state, through a
 /// real daemon sending to a server on loopback.
-@Suite(.serialized) struct WatchChangesTests {
+@Suite struct WatchChangesTests {
     /// A server that creates what it is sent, refuses "Blocked" merchants
     /// (422) and is busy for "Busy" ones (503, retry in an hour), and
     /// deletes with a tombstone (or is busy for deletes: `deleting: false`).

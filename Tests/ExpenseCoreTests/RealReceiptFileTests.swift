@@ -6,7 +6,7 @@ import Testing
 /// Files as a phone, a scanner and a PDF printer make them (ImageMagick,
 /// img2pdf and Ghostscript from Debian, run here) are whole receipts, and
 /// each cut short is truncated, whatever chunks its bytes come in.
-@Suite(.serialized) struct RealReceiptFileTests {
+@Suite struct RealReceiptFileTests {
     let directory = TemporaryDirectory(prefix: "receipt-files")
 
     func bytes(_ name: String) throws -> [UInt8] {

@@ -8,7 +8,7 @@ import Testing
 /// (every member's name and JSON type). The daemon encodes these from the
 /// typed control protocol and expensectl decodes and prints them; a member
 /// renamed on either side fails here.
-@Suite(.serialized) struct ExpenseCtlJSONTests {
+@Suite struct ExpenseCtlJSONTests {
     static let complete = ["--merchant", "Blue Bottle", "--amount", "12.50", "--currency", "EUR", "--date", "2026-11-29"]
 
     /// The members of a summary of the queue (`sync --wait`, `watch`).

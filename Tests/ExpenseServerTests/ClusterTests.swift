@@ -9,6 +9,7 @@ import Testing
 /// Three server processes on one PostgreSQL database behind HAProxy (round
 /// robin, the example configuration of contrib/): every rule of
 /// contract.md holds across processes, decided by the database alone.
+/// Serialized: its tests share one PostgreSQL cluster, three servers and HAProxy, and one of them restarts that PostgreSQL.
 @Suite(.serialized) struct ClusterTests {
     static let keys = Int(ProcessInfo.processInfo.environment["EXPENSE_TEST_CLUSTER_KEYS"] ?? "") ?? 200
     static let json = ("Content-Type", "application/json")

@@ -1,5 +1,6 @@
 import Foundation
 import Posix
+import TestProcess
 
 /// Where `swift build` put the package's executables.
 public enum BuiltProducts {
@@ -164,4 +165,10 @@ public enum TestPatience {
         guard let text = ProcessInfo.processInfo.environment["EXPENSED_TEST_PATIENCE"], let value = Double(text), (1...100).contains(value) else { return 3 }
         return value
     }()
+}
+
+/// The test process's own set-up (Tests/TestProcess): SIGPIPE ignored
+/// before any test runs, so that a write to a peer gone is `EPIPE`.
+public enum TestProcessSetup {
+    public static var isSigpipeIgnored: Bool { test_process_sigpipe_ignored() != 0 }
 }

@@ -14,7 +14,7 @@ import Testing
 /// daemon opens it, and takes those files again (they may be queued
 /// twice; nothing in such a row proves which file is the one taken, and
 /// losing one is worse): never removed, never left under a private name.
-@Suite(.serialized) struct LegacySpoolIntakeTests {
+@Suite struct LegacySpoolIntakeTests {
     @Test func aSchema1StateDirectory_withIntakeRows_opens_andItsFilesAreTakenAgain() throws {
         let daemon = DaemonHarness(arguments: ["--spool-settle", "100ms"], spool: true)
         let spool = daemon.spoolDirectory

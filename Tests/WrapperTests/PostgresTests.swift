@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// The libpq wrapper against a real PostgreSQL server of the tests' own.
-@Suite(.serialized) struct PostgresTests {
+@Suite struct PostgresTests {
     private func open() throws -> Connection {
         try Connection(try PostgresCluster.shared.makeDatabase())
     }
