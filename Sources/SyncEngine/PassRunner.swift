@@ -92,6 +92,7 @@ extension Drainer {
                         // Accounts paused for credentials keep their jobs.
                         let paused = drainer.record.current.pausedAccounts
                         let jobs = try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused)
+                        if jobs.isEmpty { drainer.logger.debug("Drain pass found nothing more to claim") }
                         // Their token files are looked at here (at most once a
                         // second), not on the thread that hands requests over.
                         for account in Set(jobs.map(\.account)) { drainer.tokens.source(for: account).reloadIfDue() }

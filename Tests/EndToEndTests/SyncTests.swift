@@ -13,10 +13,11 @@ import Testing
     }
 
     /// A started daemon that sends to `server`, with a token file.
-    static func daemon(sendingTo server: LoopbackHTTPServer, _ arguments: [String]) throws -> DaemonHarness {
+    static func daemon(sendingTo server: LoopbackHTTPServer, _ arguments: [String], environment: [String: String] = [:]) throws -> DaemonHarness {
         let dir = TemporaryDirectory()
         SampleReceipt.write(Array("token\n".utf8), to: dir.at("token"))
-        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token")] + arguments, directory: dir)
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", dir.at("token")] + arguments,
+                                   environment: environment, directory: dir)
         try daemon.start()
         return daemon
     }
@@ -460,12 +461,12 @@ import Testing
         // the hanging request ends (60 s) and the next pass begins.
         let (server, posts) = try Self.serverWhoseFirstCreateHangs()
         defer { server.stop() }
-        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"])
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "4", "--request-timeout", "60s", "--drain-interval", "1h"],
+                                     environment: ["EXPENSED_DEBUG": "1"])
         defer { daemon.stop() }
         _ = try Self.add(1, to: daemon)
         try waitUntil(timeout: 5, "the first create to reach the server") { posts() >= 1 }
-        // Long enough for the pass to look for more jobs and find none.
-        Thread.sleep(forTimeInterval: 0.5)
+        try waitUntil(timeout: 10, "the pass to look for more jobs and find none") { daemon.log.contains("Drain pass found nothing more to claim") }
         _ = try Self.add(2, to: daemon)
         try waitUntil(timeout: 5, "the two later creates to reach the server while the first hangs") { posts() >= 3 }
         try waitUntil(timeout: 3, "their answers to be recorded while the first still hangs") {
