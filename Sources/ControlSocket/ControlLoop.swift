@@ -408,23 +408,32 @@ final class ControlLoop {
         connection.descriptors.removeAll { $0.offset < connection.inputStart }
     }
 
+    /// What the next write of a connection's output carries: its bytes up
+    /// to `end`, and the first waiting descriptor when `passing` (its line
+    /// starts the output). A write never goes past the start of a line
+    /// that has a descriptor of its own: that descriptor must go with the
+    /// write that carries the line's first byte.
+    /// - Parameter descriptorOffsets: where the lines with a descriptor
+    ///   start in the output, in order.
+    static func nextWrite(outputCount: Int, descriptorOffsets: [Int]) -> (end: Int, passing: Bool) {
+        guard let first = descriptorOffsets.first else { return (outputCount, false) }
+        if first == 0 { return (descriptorOffsets.dropFirst().first ?? outputCount, true) }
+        return (first, false)
+    }
+
     private func flush(_ connection: Connection) {
         while !connection.output.isEmpty {
             do {
                 let n: Int
-                if let next = connection.outgoing.first {
-                    if next.offset == 0 {
-                        // Its line starts here: the descriptor goes with this write.
-                        n = try UnixSocket.sendSome(connection.socket, connection.output, passing: next.fd)
-                        connection.outgoing.removeFirst()
-                    } else {
-                        // Only up to its line, so no other write carries the line's first byte.
-                        n = try UnixSocket.sendSome(connection.socket, Array(connection.output[..<next.offset]))
-                    }
-                    for index in connection.outgoing.indices { connection.outgoing[index].offset -= n }
+                let (end, passing) = Self.nextWrite(outputCount: connection.output.count, descriptorOffsets: connection.outgoing.map(\.offset))
+                let bytes = end == connection.output.count ? connection.output : Array(connection.output[..<end])
+                if passing, let next = connection.outgoing.first {
+                    n = try UnixSocket.sendSome(connection.socket, bytes, passing: next.fd)
+                    connection.outgoing.removeFirst()
                 } else {
-                    n = try UnixSocket.sendSome(connection.socket, connection.output)
+                    n = try UnixSocket.sendSome(connection.socket, bytes)
                 }
+                for index in connection.outgoing.indices { connection.outgoing[index].offset -= n }
                 connection.output.removeFirst(n)
                 if n > 0 { connection.lastWriteProgress = Clock.monotonicNanoseconds }
             } catch {

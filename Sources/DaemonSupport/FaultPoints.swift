@@ -46,8 +46,12 @@ public enum FaultPoints {
         case .failure(let problem):
             return problem.message
         case .success(let armed):
-            guard armed.values.contains(where: { $0.action == .hold }), (releasePath ?? "").isEmpty else { return nil }
-            return "':hold' needs EXPENSED_FAULT_RELEASE, the path of a FIFO a byte is written to for each release"
+            guard armed.values.contains(where: { $0.action == .hold }) else { return nil }
+            var status = stat()
+            guard let path = releasePath, !path.isEmpty, stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFIFO else {
+                return "':hold' needs EXPENSED_FAULT_RELEASE, the path of a FIFO (mkfifo) a byte is written to for the release"
+            }
+            return nil
         }
     }
 
@@ -104,10 +108,22 @@ public enum FaultPoints {
             while true { pause() }
         case .hold:
             StandardStreams.writeErrorLine("<4>fault point \(point): holding until released")
-            let fifo = open(releasePath ?? "", O_RDONLY | O_CLOEXEC)
+            // Released by one byte; a writer that closes without writing
+            // releases nothing. A FIFO that cannot be opened is a test
+            // gone wrong: the process dies rather than go on unheld.
             var byte: UInt8 = 0
-            if fifo >= 0 {
-                while read(fifo, &byte, 1) < 0 && errno == EINTR {}
+            var released = false
+            while !released {
+                let fifo = open(releasePath ?? "", O_RDONLY | O_CLOEXEC)
+                guard fifo >= 0 else {
+                    if errno == EINTR { continue }
+                    StandardStreams.writeErrorLine("<3>fault point \(point): cannot open EXPENSED_FAULT_RELEASE (errno \(errno)); killing the process")
+                    Glibc.kill(getpid(), SIGKILL)
+                    while true { pause() }
+                }
+                var n = 0
+                repeat { n = read(fifo, &byte, 1) } while n < 0 && errno == EINTR
+                released = n == 1
                 close(fifo)
             }
             StandardStreams.writeErrorLine("<4>fault point \(point): released")

@@ -108,7 +108,7 @@ public enum Daemon {
         if let directory = configuration.accountsDirectory {
             logger.info("Accounts: a token file per user in '\(directory)'\(tokens.hasDefaultAccount ? "; callers without one have the default account" : "; callers without one are refused")")
         }
-        let (listener, ownedPath) = try controlSocket(configuration, group: access.groupID, logger: logger)
+        let (listener, ownedPath) = try controlSocket(configuration, group: access.groupID ?? access.adminGroupID, logger: logger)
         let server = try ControlServer(listener: listener, ownedSocketPath: ownedPath, limits: configuration.controlLimits, access: access,
                                        logger: logger)
         // The server's record exists with a server: the engine writes it,
@@ -194,8 +194,11 @@ public enum Daemon {
     }
 
     /// The socket systemd passed (socket activation), or one we bind. One
-    /// we bind belongs to the control group, when there is one, so that
-    /// its members may connect (`SocketGroup=` does this for systemd's).
+    /// we bind belongs to the control group (else the admin group), when
+    /// there is one, so that its members may connect (`SocketGroup=` does
+    /// this for systemd's). A socket has one group: members of the admin
+    /// group who are not in the control group reach it only through that
+    /// group's mode, so admins belong in both.
     static func controlSocket(_ configuration: Configuration, group: UInt32?, logger: Logger) throws -> (FileDescriptor, String?) {
         if let activated = ServiceManager.listenDescriptors().first {
             logger.info("Using the control socket passed by systemd")
@@ -210,7 +213,8 @@ public enum Daemon {
             // the peer check decides who is served.
             return (try UnixSocket.listen(path: path, mode: 0o660, group: group), path)
         } catch where error.call == "chown" && error.isPermissionDenied {
-            throw StartupFailure(code: .cannotCreate, message: "Failed to give control socket '\(path)' to control group '\(configuration.controlGroup ?? "")': \(error.reason); expensed must run as root or as a member of that group")
+            let name = configuration.controlGroup.map { "control group '\($0)'" } ?? "admin group '\(configuration.adminGroup ?? "")'"
+            throw StartupFailure(code: .cannotCreate, message: "Failed to give control socket '\(path)' to \(name): \(error.reason); expensed must run as root or as a member of that group")
         } catch {
             throw StartupFailure(code: .cannotCreate, message: "Failed to listen on control socket '\(path)': \(error.reason)")
         }

@@ -54,6 +54,25 @@ import Testing
         #expect(member.stderr.contains("are in group '\(control)', but the mode keeps its group out"), "\(member.stderr)")
     }
 
+    /// Without a control group, the socket the daemon binds belongs to the
+    /// admin group, whose members may use it; without either, to the
+    /// daemon's own group.
+    @Test func withoutAControlGroup_theSocketBelongsToTheAdminGroup() throws {
+        let users = LocalUsers()
+        defer { users.remove() }
+        let admin = try users.addGroup("adm")
+        let adminID = try #require(getgrnam(admin)?.pointee.gr_gid)
+        for (arguments, group) in [(["--admin-group", admin], adminID), ([], getegid())] {
+            let daemon = DaemonHarness(arguments: arguments)
+            try daemon.start()
+            defer { daemon.stop() }
+            var status = stat()
+            #expect(stat(daemon.socketPath, &status) == 0)
+            #expect(status.st_gid == group, "\(arguments): the socket's group is \(status.st_gid)")
+            #expect(status.st_mode & 0o7777 == 0o660)
+        }
+    }
+
     /// A daemon that may not give its socket to the control group (not
     /// root, not a member) refuses to start and says why.
     @Test func daemonThatCannotGiveTheSocketToItsGroup_refusesToStart() throws {
