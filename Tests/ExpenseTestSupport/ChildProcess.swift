@@ -173,19 +173,3 @@ public enum TestProcessSetup {
     public static var isSigpipeIgnored: Bool { test_process_sigpipe_ignored() != 0 }
 }
 
-/// TCP connections of this machine over IPv4, from `/proc/net/tcp`.
-public enum TCPConnections {
-    /// Kernel states (`include/net/tcp_states.h`).
-    public static let established = 0x01, closeWait = 0x08
-
-    /// How many connections have `port` at one end (local or remote), in
-    /// one of `states`.
-    public static func count(port: UInt16, states: Set<Int> = [established]) -> Int {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
-        return table.split(separator: "\n").dropFirst().count { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 3, let state = Int(fields[3], radix: 16), states.contains(state) else { return false }
-            return [fields[1], fields[2]].contains { UInt16($0.split(separator: ":").last ?? "", radix: 16) == port }
-        }
-    }
-}
