@@ -22,11 +22,10 @@ import Posix
 
 let options = BenchArguments("bench-backends", usage: "usage: bench-backends [--bin DIR] [--count N] [--only ihatemoney|fava]",
                              options: ["--bin", "--count", "--only"])
-let bin = options.value("--bin") ?? ".build/release"
+let bin = options.binaryDirectory()
 let count = options.int("--count", default: 1000)
 let only = options.value("--only")
 if let only, !["ihatemoney", "fava"].contains(only) { options.refuse("--only must be ihatemoney or fava") }
-setenv("EXPENSED_BIN_DIR", bin, 1)
 
 func now() -> Double { Double(Clock.monotonicNanoseconds) / 1e9 }
 
