@@ -7,29 +7,51 @@ public enum Users {
     /// The numeric id of a group name, or of a number given as text.
     public static func groupID(named name: String) -> UInt32? {
         if let number = UInt32(name) { return number }
-        var group = Glibc.group()
-        var buffer = [CChar](repeating: 0, count: 16384)
-        var result: UnsafeMutablePointer<group>?
-        guard getgrnam_r(name, &group, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return group.gr_gid
+        return lookUpGroup({ group, buffer, result in
+            let size = buffer.count
+            return getgrnam_r(name, &group, &buffer, size, &result)
+        }, { $0.gr_gid })
+    }
+
+    /// One `getgr*_r(3)` call, its buffer grown while the entry does not
+    /// fit (`ERANGE`: a group of many members), read by `read` while the
+    /// buffer lives; `nil` for no such group or a failed lookup.
+    private static func lookUpGroup<T>(_ call: (inout Glibc.group, inout [CChar], inout UnsafeMutablePointer<Glibc.group>?) -> Int32,
+                                       _ read: (Glibc.group) -> T?) -> T? {
+        var size = 16384
+        while size <= 1 << 24 {
+            var group = Glibc.group()
+            var buffer = [CChar](repeating: 0, count: size)
+            var result: UnsafeMutablePointer<Glibc.group>?
+            let code = call(&group, &buffer, &result)
+            if code == ERANGE {
+                size *= 4
+                continue
+            }
+            guard code == 0, result != nil else { return nil }
+            return withExtendedLifetime(buffer) { read(group) }
+        }
+        return nil
     }
 
     /// A group's name and the users the group database lists as its
     /// members (not those for whom it is the primary group); `nil` when
     /// there is no such group or it could not be read (`getgrgid_r(3)`).
     public static func groupEntry(_ id: UInt32) -> (name: String, members: [String])? {
-        var group = Glibc.group()
-        var buffer = [CChar](repeating: 0, count: 65536)
-        var result: UnsafeMutablePointer<group>?
-        guard getgrgid_r(id, &group, &buffer, buffer.count, &result) == 0, result != nil, let name = group.gr_name else { return nil }
-        var members: [String] = []
-        if var member = group.gr_mem {
-            while let name = member.pointee {
-                members.append(String(cString: name))
-                member += 1
+        lookUpGroup({ group, buffer, result in
+            let size = buffer.count
+            return getgrgid_r(id, &group, &buffer, size, &result)
+        }, { group in
+            guard let name = group.gr_name else { return nil }
+            var members: [String] = []
+            if var member = group.gr_mem {
+                while let name = member.pointee {
+                    members.append(String(cString: name))
+                    member += 1
+                }
             }
-        }
-        return (String(cString: name), members)
+            return (String(cString: name), members)
+        })
     }
 
     /// The groups this process has: its effective group and its
