@@ -63,7 +63,7 @@ let idArgument = (name: "id", help: "a transaction id (cp-…), a client UUID, o
 let subcommands: [Subcommand] = [
     Subcommand("add", "Queue a new expense, with or without a receipt.",
                options: fieldOptions + [
-                   CommandOption("--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach", kind: .path),
+                   CommandOption("--receipt", valueName: "FILE", help: "a receipt to attach (JPEG, PNG, PDF, HEIC, WebP, TIFF, PNM, BMP)", kind: .path),
                    CommandOption("--client-id", valueName: "UUID", help: "the operation's UUID, for scripts that retry an add (either case; sent in lowercase)"),
                ],
                discussion: """
@@ -111,7 +111,7 @@ let subcommands: [Subcommand] = [
     Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
     Subcommand("edit", "Change fields of an expense, synced or still pending, or its receipt.", arguments: [idArgument],
                options: fieldOptions + [
-                   CommandOption("--receipt", valueName: "FILE", help: "a JPEG, PNG or PDF receipt to attach, replacing any it has", kind: .path),
+                   CommandOption("--receipt", valueName: "FILE", help: "a receipt to attach (JPEG, PNG, PDF, HEIC, WebP, TIFF, PNM, BMP), replacing any it has", kind: .path),
                ],
                discussion: """
                    Works offline: the change is queued (merged into a change not yet sent)

@@ -101,7 +101,7 @@ extension APIExchange {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         let transactionID = try expenseID(id)
         let mediaType = (head.value(of: "Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
-        guard let kind = ReceiptKind(contentType: mediaType) else {
+        guard let kind = ReceiptKind(contentType: mediaType), kind.isSendable else {
             throw APIError.unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
         }
         // A chunked body's size is unknown until it has arrived; the limit

@@ -146,7 +146,7 @@ import Testing
         try SpoolDrop.byRename([], as: name("empty.png"), in: spool, staging: staging)
         try daemon.waitForSpool(expenses: 1, rejected: 2)
         #expect(daemon.receiptFiles().count == 1 && daemon.receiptFiles()[0].hasSuffix(".jpg"), "a JPEG named .pdf is a JPEG")
-        #expect(try reason("text.jpg").contains("reason: is not a JPEG, PNG or PDF file (by its bytes)\n"))
+        #expect(try reason("text.jpg").contains("reason: is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file (by its bytes)\n"))
         #expect(try reason("empty.png").contains("reason: is empty\n"))
         try waitForRejectedCount(2)
     }

@@ -25,6 +25,8 @@ import Testing
         for (name, kind) in files {
             let whole = try bytes(name)
             #expect(ReceiptValidator.check(whole) == .complete(kind), "\(name)")
+            #expect(ReceiptKind.detect(whole) == kind, "\(name)")
+            if kind == .tiff { #expect(Self.layout(whole) == .complete(.tiff), "\(name)") }
             // In chunks of random sizes, as reads return them.
             var validator = ReceiptValidator()
             var start = 0
@@ -40,14 +42,21 @@ import Testing
             case .jpeg: endMarker = name == "phone-trailer.jpg" ? phone.count - 2 : whole.count - 2
             case .png: endMarker = whole.count - 12
             case .pdf: endMarker = Self.lastIndex(of: Array("%%EOF".utf8), in: whole) ?? 0
+            case .heif, .webp, .tiff, .pnm, .bmp: endMarker = whole.count - 1
             }
             for cut in [whole.count / 2, endMarker] {
-                guard case .truncated(kind, _) = ReceiptValidator.check(whole[0..<cut]) else {
-                    Issue.record("\(name) cut at \(cut) of \(whole.count): \(ReceiptValidator.check(whole[0..<cut]))")
+                // A TIFF's streaming check sees its header only; the layout check sees the rest.
+                let verdict = kind == .tiff ? Self.layout(Array(whole[0..<cut])) : ReceiptValidator.check(whole[0..<cut])
+                guard case .truncated(kind, _) = verdict else {
+                    Issue.record("\(name) cut at \(cut) of \(whole.count): \(verdict)")
                     continue
                 }
             }
         }
+    }
+
+    static func layout(_ bytes: [UInt8]) -> ReceiptVerdict {
+        TIFFLayout.check(size: Int64(bytes.count)) { at, count in Array(bytes[min(Int(at), bytes.count)..<min(Int(at) + count, bytes.count)]) }
     }
 
     static func lastIndex(of needle: [UInt8], in haystack: [UInt8]) -> Int? {

@@ -93,10 +93,10 @@ import Testing
 
     /// Files that are not receipts, or damaged ones, with the start of the reason.
     static let invalid: [(String, [UInt8], String)] = [
-        ("a GIF", Array("GIF89a\u{1}\u{0}\u{1}\u{0}".utf8), "is not a JPEG, PNG or PDF file"),
-        ("UTF-16 text", [0xFF, 0xFE, 0x41, 0x00], "is not a JPEG, PNG or PDF file"),
-        ("PostScript", Array("%!PS-Adobe-3.0\n".utf8), "is not a JPEG, PNG or PDF file"),
-        ("a PNG signature cut wrong", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x0A, 0x0A], "is not a JPEG, PNG or PDF file"),
+        ("a GIF", Array("GIF89a\u{1}\u{0}\u{1}\u{0}".utf8), "is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file"),
+        ("UTF-16 text", [0xFF, 0xFE, 0x41, 0x00], "is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file"),
+        ("PostScript", Array("%!PS-Adobe-3.0\n".utf8), "is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file"),
+        ("a PNG signature cut wrong", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x0A, 0x0A], "is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file"),
         ("JPEG: SOI then EOI", [0xFF, 0xD8, 0xFF, 0xD9], "is a damaged JPEG: its end-of-image marker comes before any image data"),
         ("JPEG: two SOIs", [0xFF, 0xD8, 0xFF, 0xD8], "is a damaged JPEG: a second start-of-image marker"),
         ("JPEG: no marker after a segment", [0xFF, 0xD8, 0xFF, 0xFE, 0x00, 0x03, 0x41, 0x42], "is a damaged JPEG: no marker where"),
@@ -110,7 +110,54 @@ import Testing
         ("PNG: IHDR not first", ReceiptBytes.tinyPNGParts.signature + ReceiptBytes.tinyPNGParts.iend, "is a damaged PNG: it does not start with its IHDR"),
         ("PNG: a chunk type with a digit", replacing(png, Array("exPd".utf8), with: Array("ex1d".utf8)), "is a damaged PNG: a chunk type"),
         ("PDF: %%EOF without startxref", Array("%PDF-1.4\ntrailer\n<<>>\n%%EOF\n".utf8), "is a damaged PDF: no startxref"),
+        ("ISO media that is a video", box("ftyp", Array("isom".utf8) + [0, 0, 2, 0] + Array("isommp41".utf8)) + box("meta", []),
+         "is an ISO media file but not a HEIF image (brand 'isom')"),
+        ("HEIF: a first box that is not ftyp", box("meta", []) + box("ftyp", Array("heic".utf8)), "is not a JPEG, PNG, PDF, HEIF"),
+        ("HEIF: a box shorter than its header", box("ftyp", Array("heic".utf8)) + [0, 0, 0, 4] + Array("meta".utf8), "is a damaged HEIF file: box 'meta'"),
+        ("WebP: bytes after its chunk", Array("RIFF".utf8) + [4, 0, 0, 0] + Array("WEBP".utf8) + [1, 2], "is a damaged WebP file: bytes follow"),
+        ("WebP: RIFF of another kind", Array("RIFF".utf8) + [4, 0, 0, 0] + Array("WAVE".utf8), "is not a JPEG, PNG, PDF, HEIF"),
+        ("PNM: plain (ASCII) graymap", Array("P2\n2 2\n255\n0 0 0 0\n".utf8), "is a plain (ASCII) PNM image"),
+        ("PNM: bytes after its raster", Array("P5\n2 1\n255\n".utf8) + [1, 2, 3], "is a damaged PNM image: bytes follow its raster"),
+        ("PNM: 0 pixels wide", Array("P6 0 5 255\n".utf8), "is a damaged PNM image: it is 0 pixels wide"),
+        ("PNM: a letter in its header", Array("P5\n2 x\n".utf8), "is a damaged PNM image: its header holds 'x'"),
+        ("BMP: pixels past its size", Array("BM".utf8) + [40, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0], "is a damaged BMP file"),
+        ("TIFF: a wrong byte order mark", Array("IM*\0".utf8) + [8, 0, 0, 0], "is not a JPEG, PNG, PDF, HEIF"),
     ]
+
+    /// An ISO media box: size, type, payload.
+    static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+        let size = 8 + payload.count
+        return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + payload
+    }
+
+    /// Little-endian TIFF with `pages` one-strip pages, IFD `k` pointing to
+    /// IFD `k+1` (the last to `last`), each strip one byte at offset 8.
+    static func tiff(pages: Int, last: UInt32 = 0, stripBytes: UInt32 = 1) -> [UInt8] {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: UInt32) -> [UInt8] { le16(Int(v & 0xFFFF)) + le16(Int(v >> 16)) }
+        let ifdLength = 2 + 2 * 12 + 4
+        var bytes = Array("II*\0".utf8) + le32(12) + [0x7F, 0, 0, 0]
+        for page in 0..<pages {
+            let next = page == pages - 1 ? last : UInt32(12 + (page + 1) * ifdLength)
+            bytes += le16(2) + le16(273) + le16(4) + le32(1) + le32(8) + le16(279) + le16(4) + le32(1) + le32(stripBytes) + le32(next)
+        }
+        return bytes
+    }
+
+    @Test func tiffLayouts_areCheckedToTheirEnd() {
+        func layout(_ bytes: [UInt8]) -> ReceiptVerdict {
+            TIFFLayout.check(size: Int64(bytes.count)) { at, count in Array(bytes[min(Int(at), bytes.count)..<min(Int(at) + count, bytes.count)]) }
+        }
+        #expect(layout(Self.tiff(pages: 1)) == .complete(.tiff))
+        #expect(layout(Self.tiff(pages: 3)) == .complete(.tiff))
+        #expect(layout(Self.tiff(pages: TIFFLayout.maxPages)) == .complete(.tiff))
+        #expect(layout(Self.tiff(pages: 10_000)) == .invalid(reason: "is a TIFF file of more than \(TIFFLayout.maxPages) pages"))
+        #expect(layout(Self.tiff(pages: 2, last: 12)) == .invalid(reason: "is a damaged TIFF file: its IFDs form a loop"))
+        #expect(layout(Self.tiff(pages: 1, stripBytes: 5000)) == .truncated(.tiff, reason: "is truncated: a TIFF file whose page 1 has image data past its end"))
+        #expect(layout(Self.tiff(pages: 1, last: 4000)) == .truncated(.tiff, reason: "is truncated: a TIFF file whose IFD at 4000 is past its end"))
+        #expect(layout(Array(Self.tiff(pages: 1).dropLast(3))) == .truncated(.tiff, reason: "is truncated: a TIFF file whose IFD at 12 runs past its end"))
+        #expect(ReceiptValidator.check(Self.tiff(pages: 1)) == .complete(.tiff), "the streaming check sees its header")
+    }
 
     @Test(arguments: invalid.indices)
     func damagedFilesAndOthers_areInvalid_sayingWhy(_ index: Int) {

@@ -35,7 +35,10 @@ public enum RealReceiptFiles {
 
     /// Makes them in `directory`: `phone.jpg` (EXIF with a thumbnail),
     /// `phone-trailer.jpg` (the same with bytes after EOI), `scan.png`,
-    /// `scan.jpg` (progressive), `printer.pdf` (Ghostscript), `scan.pdf` (img2pdf).
+    /// `scan.jpg` (progressive), `printer.pdf` (Ghostscript), `scan.pdf`
+    /// (img2pdf), and the phone's and the scan's other formats:
+    /// `phone.heic`, `phone.webp`, `alpha.png`, `scan.tif`, `pages.tif`
+    /// (three pages), `scan.pbm`, `scan.pgm`, `scan16.pgm`, `phone.ppm`, `phone.bmp`.
     /// - Returns: each file's name and kind.
     public static func make(in directory: TemporaryDirectory) throws -> [(name: String, kind: ReceiptKind)] {
         // A phone: a photo with EXIF and its thumbnail; and one with bytes
@@ -58,7 +61,24 @@ public enum RealReceiptFiles {
         try Self.run("/usr/bin/gs", ["-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sDEVICE=pdfwrite",
                                 "-sOutputFile=\(directory.at("printer.pdf"))", directory.at("receipt.ps")])
         try Self.run("/usr/bin/img2pdf", [directory.at("scan.jpg"), "-o", directory.at("scan.pdf")])
+        // What a phone syncs and a scanner writes besides: HEIC, WebP, a
+        // PNG with alpha, TIFF (LZW, and three pages), binary PNM of each
+        // depth, BMP.
+        try Self.run(Self.convert, [directory.at("phone.jpg"), "-quality", "60", directory.at("phone.heic")])
+        try Self.run(Self.convert, [directory.at("phone.jpg"), "-quality", "75", directory.at("phone.webp")])
+        try Self.run(Self.convert, [directory.at("phone.jpg"), "-alpha", "set", "-channel", "A", "-evaluate", "set", "80%",
+                                    directory.at("alpha.png")])
+        try Self.run(Self.convert, [directory.at("scan.png"), "-compress", "LZW", directory.at("scan.tif")])
+        try Self.run(Self.convert, [directory.at("scan.png"), directory.at("phone.jpg"), directory.at("scan.png"), "-compress", "Zip",
+                                    directory.at("pages.tif")])
+        try Self.run(Self.convert, [directory.at("scan.png"), "-threshold", "60%", directory.at("scan.pbm")])
+        try Self.run(Self.convert, [directory.at("scan.png"), directory.at("scan.pgm")])
+        try Self.run(Self.convert, [directory.at("scan.png"), "-depth", "16", directory.at("scan16.pgm")])
+        try Self.run(Self.convert, [directory.at("phone.jpg"), directory.at("phone.ppm")])
+        try Self.run(Self.convert, [directory.at("phone.jpg"), "-resize", "50%", directory.at("phone.bmp")])
         return [("phone.jpg", .jpeg), ("phone-trailer.jpg", .jpeg), ("scan.png", .png), ("scan.jpg", .jpeg),
-                ("printer.pdf", .pdf), ("scan.pdf", .pdf)]
+                ("printer.pdf", .pdf), ("scan.pdf", .pdf), ("phone.heic", .heif), ("phone.webp", .webp), ("alpha.png", .png),
+                ("scan.tif", .tiff), ("pages.tif", .tiff), ("scan.pbm", .pnm), ("scan.pgm", .pnm), ("scan16.pgm", .pnm),
+                ("phone.ppm", .pnm), ("phone.bmp", .bmp)]
     }
 }

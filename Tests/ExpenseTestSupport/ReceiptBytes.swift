@@ -14,6 +14,7 @@ public enum ReceiptBytes {
         case .jpeg: return jpeg(size: size, padding: &padding)
         case .png: return png(size: size, padding: &padding)
         case .pdf: return pdf(size: size, padding: &padding)
+        default: preconditionFailure("ReceiptBytes pads JPEG, PNG and PDF files, not \(kind)")
         }
     }
 

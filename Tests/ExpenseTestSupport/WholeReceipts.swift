@@ -34,6 +34,7 @@ public final class WholeReceipts: Sendable {
         case .jpeg: jpeg(tag: tag, size: size)
         case .pdf: pdf(tag: tag, size: size)
         case .png: try png()
+        default: throw TestFailure("WholeReceipts makes JPEG, PNG and PDF files, not \(kind)")
         }
     }
 

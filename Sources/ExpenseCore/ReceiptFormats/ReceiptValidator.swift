@@ -5,7 +5,7 @@ public enum ReceiptVerdict: Sendable, Equatable {
     /// Every byte seen is a valid start of a file of this kind, but the
     /// bytes end before its structure does: still being written, or cut short.
     case truncated(ReceiptKind, reason: String)
-    /// Not a JPEG, PNG or PDF file, or a damaged one: more bytes cannot help.
+    /// Not a receipt of any kind, or a damaged one: more bytes cannot help.
     case invalid(reason: String)
 
     /// Why it is not a receipt, as a predicate ("is truncated: …"); nil when complete.
@@ -17,7 +17,8 @@ public enum ReceiptVerdict: Sendable, Equatable {
     }
 }
 
-/// Checks that a receipt is a whole JPEG, PNG or PDF file (system.md,
+/// Checks that a receipt is a whole JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM
+/// or BMP file (system.md,
 /// invariant 10), fed its bytes in chunks as they are read, so that the
 /// copy that stores a receipt checks it without reading it twice.
 ///
@@ -30,7 +31,10 @@ public enum ReceiptVerdict: Sendable, Equatable {
 ///   IDAT, up to IEND;
 /// - PDF: `%PDF-` first, and `startxref` then `%%EOF` in the last kilobyte
 ///   (what a reader looks for first: the file is written front to back and
-///   ends with them).
+///   ends with them);
+/// - HEIF, WebP, PNM, BMP: the structure their headers announce, to its
+///   end (`ImageWalks.swift`); TIFF: its header here, and the rest, which
+///   points anywhere in the file, by ``TIFFLayout`` once the file is read.
 ///
 /// Pure: no I/O. Tested with tables and with files from ImageMagick,
 /// Ghostscript and img2pdf.
@@ -43,11 +47,16 @@ public struct ReceiptValidator: Sendable {
     private var jpeg = JPEGWalk()
     private var png = PNGWalk()
     private var pdf = PDFWalk()
+    private var heif = HEIFWalk()
+    private var webp = WebPWalk()
+    private var tiff = TIFFWalk()
+    private var pnm = PNMWalk()
+    private var bmp = BMPWalk()
 
     /// The window at the end of a PDF where `startxref` and `%%EOF` must be.
     public static let pdfTrailerWindow = 1024
 
-    static let notAReceipt = "is not a JPEG, PNG or PDF file (by its bytes)"
+    static let notAReceipt = "is not a JPEG, PNG, PDF, HEIF, WebP, TIFF, PNM or BMP file (by its bytes)"
 
     public init() {}
 
@@ -64,6 +73,11 @@ public struct ReceiptValidator: Sendable {
             case 0xFF: kind = .jpeg
             case 0x89: kind = .png
             case UInt8(ascii: "%"): kind = .pdf
+            case 0x00: kind = .heif
+            case UInt8(ascii: "R"): kind = .webp
+            case UInt8(ascii: "I"), UInt8(ascii: "M"): kind = .tiff
+            case UInt8(ascii: "P"): kind = .pnm
+            case UInt8(ascii: "B"): kind = .bmp
             default:
                 failure = Self.notAReceipt
                 return
@@ -79,6 +93,21 @@ public struct ReceiptValidator: Sendable {
         case .pdf:
             pdf.feed(bytes)
             failure = pdf.failure
+        case .heif:
+            heif.feed(bytes)
+            failure = heif.failure
+        case .webp:
+            webp.feed(bytes)
+            failure = webp.failure
+        case .tiff:
+            tiff.feed(bytes)
+            failure = tiff.failure
+        case .pnm:
+            pnm.feed(bytes)
+            failure = pnm.failure
+        case .bmp:
+            bmp.feed(bytes)
+            failure = bmp.failure
         case nil:
             break
         }
@@ -103,6 +132,11 @@ public struct ReceiptValidator: Sendable {
                 : .truncated(.png, reason: "is truncated: a PNG that ends before its IEND chunk")
         case .pdf:
             return pdf.verdict
+        case .heif: return heif.verdict
+        case .webp: return webp.verdict
+        case .tiff: return tiff.verdict
+        case .pnm: return pnm.verdict
+        case .bmp: return bmp.verdict
         }
     }
 

@@ -40,7 +40,7 @@ public final class ReceiptDirectory: Sendable {
     /// name, `fsync`, `rename`, directory `fsync`. Reads from offset 0 with
     /// `pread`, whatever the descriptor's position, in chunks that are
     /// checked (``ReceiptValidator``) and written as they come: a receipt
-    /// is stored only when its bytes are a whole JPEG, PNG or PDF file, of
+    /// is stored only when its bytes are a whole file of a kind it takes, of
     /// the kind they show. Blocking.
     /// - Parameter digesting: also compute the SHA-256 of the bytes copied
     ///   (``StagedReceipt/digest``).
@@ -91,6 +91,16 @@ public final class ReceiptDirectory: Sendable {
             case .truncated(let found, let why): throw .truncated(found, why)
             case .invalid(let why): throw .invalid(why)
             }
+            if kind == .tiff {
+                // A TIFF's IFDs and strips point anywhere: checked now the whole file is here.
+                let verdict: ReceiptVerdict
+                do { verdict = try TIFFLayout.check(size: offset) { at, count throws(SystemCallError) in try Self.read(source, count, at: at) } } catch { throw .io(error) }
+                switch verdict {
+                case .complete: break
+                case .truncated(let found, let why): throw .truncated(found, why)
+                case .invalid(let why): throw .invalid(why)
+                }
+            }
             let staged = StagedReceipt(jobUUID: jobUUID, kind: kind, size: Int(offset), digest: hasher.take()?.finalize())
             do {
                 try output.sync()
@@ -104,6 +114,19 @@ public final class ReceiptDirectory: Sendable {
             try? FileSystem.remove(temporary)
             throw error
         }
+    }
+
+    /// Up to `count` bytes of `file` from `offset` (fewer at its end).
+    static func read(_ file: FileDescriptor, _ count: Int, at offset: Int64) throws(SystemCallError) -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+        defer { buffer.deallocate() }
+        var filled = 0
+        while filled < count {
+            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<count]), at: offset + Int64(filled))
+            if n == 0 { break }
+            filled += n
+        }
+        return Array(buffer[0..<filled])
     }
 
     /// Removes a receipt file; a missing one is fine (a crash may have removed it already).

@@ -4,7 +4,7 @@ import Posix
 /// Why a receipt was not taken.
 public enum ReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooLarge(limit: Int)
-    /// Not a receipt (not a regular file, empty, not JPEG, PNG or PDF, damaged).
+    /// Not a receipt (not a regular file, empty, not of a kind ReceiptKind names, damaged).
     case invalid(String)
     /// A valid start of a receipt of this kind that ends before its
     /// structure does: perhaps still being written.
