@@ -11,6 +11,7 @@ let package = Package(
     name: "expensed",
     products: [
         .executable(name: "expensed", targets: ["expensed"]),
+        .executable(name: "expensed-decode", targets: ["expensed-decode"]),
         .executable(name: "expensectl", targets: ["expensectl"]),
         .executable(name: "expense-server", targets: ["expense-server"]),
     ],
@@ -22,6 +23,13 @@ let package = Package(
         cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
         cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
         cLibrary("CPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
+        // The receipt decoder's libvips and libseccomp calls (variadic, GLib
+        // types), in C. libvips's pkg-config flags carry -pthread, which
+        // SwiftPM refuses from a system library: GLib's two include folders
+        // (Debian's, from `pkg-config --cflags vips`) and the libraries are named here.
+        .target(name: "CDecoder",
+                cSettings: [.unsafeFlags(["-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include"])],
+                linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"), .linkedLibrary("seccomp")]),
         // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
         .target(name: "CShims"),
 
@@ -87,7 +95,10 @@ let package = Package(
                                                      "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
         // Thin executables.
+        .target(name: "ReceiptCopy", dependencies: ["ExpenseCore", "Posix"]),
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
+        // The sandboxed child that reads one untrusted receipt and writes its legible copy.
+        .executableTarget(name: "expensed-decode", dependencies: ["CDecoder", "ReceiptCopy", "Posix"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
