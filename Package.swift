@@ -75,7 +75,8 @@ let package = Package(
         .target(name: "SpoolIntake", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Digest", "Posix"]),
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
         .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
-                                                      "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "FavaBackend", "ExpenseCore", "Digest", "Posix", "Systemd"]),
+                                                      "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "FavaBackend", "ExpenseCore", "Digest", "Posix", "Systemd",
+                                                      "ReceiptCopy"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),

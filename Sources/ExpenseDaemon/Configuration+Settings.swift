@@ -2,6 +2,8 @@ import ControlSocket
 import ExpenseServerBackend
 import FavaBackend
 import IhatemoneyBackend
+import Posix
+import ReceiptCopy
 import SpoolIntake
 import SyncEngine
 
@@ -47,6 +49,18 @@ extension Configuration {
                 baseURL: baseURL, expenseAccountTemplate: favaExpenseAccount, fundingAccount: favaFundingAccount,
                 connectTimeoutMilliseconds: connectTimeoutMilliseconds, requestTimeoutMilliseconds: requestTimeoutMilliseconds))
         }
+    }
+
+    /// The sandboxed decoder that makes receipts' legible copies; a test's
+    /// fault point for it comes from `EXPENSED_DECODER_FAULT`.
+    var receiptDecoderRun: ReceiptDecoder {
+        var settings = CopySettings()
+        settings.maxEdge = receiptMaxEdge
+        settings.maxPixels = receiptMaxPixels
+        settings.deadlineMilliseconds = receiptDecodeTimeoutMilliseconds
+        let executable = receiptDecoder ?? ReceiptDecoder.besides(FileSystem.executablePath ?? CommandLine.arguments[0])
+        let fault = Environment["EXPENSED_DECODER_FAULT"].map { ["EXPENSED_DECODER_FAULT": $0] } ?? [:]
+        return ReceiptDecoder(executable: executable, settings: settings, environment: fault)
     }
 
     var controlHandlerSettings: ControlHandler.Settings {

@@ -18,6 +18,14 @@ public struct Configuration: Sendable, Equatable {
     /// Members of this group may use the control socket (besides root and the daemon's user).
     public var controlGroup: String?
     public var receiptMaxBytes = 25 * 1024 * 1024
+    /// The longest edge of a receipt's legible copy (docs/receipts.md).
+    public var receiptMaxEdge = 2500
+    /// A receipt whose header claims more pixels is refused before decoding.
+    public var receiptMaxPixels = 100_000_000
+    /// How long the sandboxed decoder may take for one receipt.
+    public var receiptDecodeTimeoutMilliseconds: Int64 = 120_000
+    /// The sandboxed decoder; nil: `expensed-decode` beside `expensed`.
+    public var receiptDecoder: String?
     public var controlMaxConnections = 64
     public var controlIdleTimeoutMilliseconds: Int64 = 30_000
     public var controlLineMaxBytes = 1024 * 1024
@@ -68,6 +76,10 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "admin_group", flag: "--admin-group", valueName: "GROUP", help: "group whose members may act on every account (--account, --all-accounts)") { c, v throws(ConfigurationError) in c.adminGroup = try nonEmpty(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },
+        Key(name: "receipt_max_edge", flag: "--receipt-max-edge", valueName: "PIXELS", help: "longest edge of the legible copy a backend is sent (default 2500)") { c, v throws(ConfigurationError) in c.receiptMaxEdge = try count(v, 256...20_000) },
+        Key(name: "receipt_max_pixels", flag: "--receipt-max-pixels", valueName: "N", help: "refuse a receipt whose header claims more pixels, before decoding (default 100000000)") { c, v throws(ConfigurationError) in c.receiptMaxPixels = try count(v, 1_000...1_000_000_000) },
+        Key(name: "receipt_decode_timeout", flag: "--receipt-decode-timeout", valueName: "DURATION", help: "time the sandboxed decoder is given for one receipt (default 2m)") { c, v throws(ConfigurationError) in c.receiptDecodeTimeoutMilliseconds = try duration(v, 1_000...hour) },
+        Key(name: "receipt_decoder", flag: "--receipt-decoder", valueName: "FILE", help: "the sandboxed receipt decoder (default: expensed-decode beside expensed)") { c, v throws(ConfigurationError) in c.receiptDecoder = try path(v) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
         Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, 100...day) },
         Key(name: "control_line_max", flag: "--control-line-max", valueName: "SIZE", help: "longest request line (default 1M)") { c, v throws(ConfigurationError) in c.controlLineMaxBytes = try size(v, 1024...(64 << 20)) },

@@ -30,8 +30,9 @@ final class ControlHandler: Sendable {
     }
 
     init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
-         callers: CallerAccounts) {
+         callers: CallerAccounts, queued: @escaping @Sendable () -> Void = {}) {
         self.callers = callers
+        self.queued = queued
         self.store = store
         self.server = server
         self.publisher = publisher
@@ -40,8 +41,13 @@ final class ControlHandler: Sendable {
         self.drainer = drainer
     }
 
-    /// Work was queued or released: the drainer should look now.
-    private func wakeDrainer() { drainer?.trigger() }
+    /// Work was queued or released: the receipt copier and the drainer should look now.
+    private func wakeDrainer() {
+        queued()
+        drainer?.trigger()
+    }
+    /// Work was queued (a receipt may wait for its copy).
+    private let queued: @Sendable () -> Void
 
     /// Handles requests until the server's stream ends, each in its own
     /// child task (at most one per connection is in flight). A discarding

@@ -123,13 +123,16 @@ public enum Daemon {
                                onChange: { publisher.markChanged() })
             }
         }
+        let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
+                                   recorded: { drainer?.trigger(); publisher.markChanged() })
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
-                                     settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers)
+                                     settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers,
+                                     queued: { copier.poke() })
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
             try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
-                                  events: SpoolEvents(queued: { drainer?.trigger() }, changed: { publisher.markChanged() },
+                                  events: SpoolEvents(queued: { copier.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
                                                       rejectedCount: { publisher.setSpoolRejected($0) },
                                                       accountOfOwner: { callers.account(ofOwner: $0) }))
         }
@@ -143,11 +146,12 @@ public enum Daemon {
 
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
+            services.addTask { await copier.run() }
             if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
-                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { drainer?.trigger() },
+                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
                                         probes: spool.map { spool in [{ answer in spool.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
@@ -167,6 +171,7 @@ public enum Daemon {
             await server.shutdown()
             await handling.value
             drainer?.shutdown()
+            copier.stop()
             services.cancelAll()
         }
         withExtendedLifetime(lock) {}

@@ -25,7 +25,12 @@ extension Store {
             try db.transaction {
                 try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
                 report.requeued = db.changes
-                return try db.query("SELECT receipt_file FROM jobs WHERE receipt_file IS NOT NULL") { $0.string(0) }
+                // An upload's file, its copy, and the originals kept of copies sent.
+                return try db.query("""
+                    SELECT receipt_file FROM jobs WHERE receipt_file IS NOT NULL
+                    UNION SELECT file FROM receipt_copies WHERE file IS NOT NULL
+                    UNION SELECT file FROM receipt_originals
+                    """) { $0.string(0) }
             }
         }
         report.removedReceipts = try receipts.sweep(keeping: Set(referenced))

@@ -55,6 +55,14 @@ public enum FileSystem {
     }
 
     /// True when something exists at `path` (links are not followed).
+    /// The running program's own file: `readlink(2)` of `/proc/self/exe`.
+    public static var executablePath: String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     public static func exists(_ path: String) -> Bool {
         (try? status(path, followLinks: false)) != nil
     }

@@ -31,10 +31,13 @@ public struct ReceiptDecoder: Sendable {
     /// The most a copy may be: far more than a legible JPEG of `maxEdge`.
     public static let maxOutputBytes = 256 << 20
 
+    /// - Parameter environment: added to the child's own: Swift's crash
+    ///   backtracer off (it would try to start a program, which the
+    ///   sandbox forbids, and wait), nothing else of the daemon's.
     public init(executable: String, settings: CopySettings, environment: [String: String] = [:]) {
         self.executable = executable
         self.settings = settings
-        self.environment = environment
+        self.environment = environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { mine, _ in mine }
     }
 
     /// The decoder beside the running executable (`expensed-decode` in the

@@ -6,9 +6,9 @@ import Foundation
 /// `scripts/setup --test`).
 public enum RealReceiptFiles {
     /// ImageMagick's own `convert`: `/usr/local/bin/convert` is a stand-in.
-    static let convert = "/usr/bin/convert"
+    public static let convert = "/usr/bin/convert"
 
-    static func run(_ executable: String, _ arguments: [String]) throws {
+    public static func run(_ executable: String, _ arguments: [String]) throws {
         let result = try runCommand(executable, arguments, timeout: 120)
         guard result.status == 0 else { throw TestFailure("\(executable) \(arguments.joined(separator: " ")): \(result.stderr)") }
     }
@@ -26,6 +26,27 @@ public enum RealReceiptFiles {
         tiff += le16(1) + entry(0x0112, 3, 1) + le32(ifd1)
         tiff += le16(2) + entry(0x0201, 4, thumb) + entry(0x0202, 4, thumbnail.count) + le32(0)
         return Array("Exif\0\0".utf8) + tiff + thumbnail
+    }
+
+    /// An EXIF block that says the photo must be turned 90° clockwise to
+    /// be upright (orientation 6) and where it was taken (a GPS IFD with
+    /// GPSLatitudeRef "N"), as a phone writes it.
+    public static func exifWithLocation() -> [UInt8] {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: Int) -> [UInt8] { le16(v & 0xFFFF) + le16(v >> 16) }
+        let gps = 8 + 2 + 2 * 12 + 4
+        var tiff = Array("II*\0".utf8) + le32(8)
+        tiff += le16(2) + le16(0x0112) + le16(3) + le32(1) + le32(6) + le16(0x8825) + le16(4) + le32(1) + le32(gps) + le32(0)
+        tiff += le16(1) + le16(0x0001) + le16(2) + le32(2) + [UInt8(ascii: "N"), 0, 0, 0] + le32(0)
+        return Array("Exif\0\0".utf8) + tiff
+    }
+
+    /// `located.jpg`: a 1200 × 900 photo with ``exifWithLocation()``.
+    public static func makeLocated(in directory: TemporaryDirectory) throws -> String {
+        try Data(exifWithLocation()).write(to: URL(fileURLWithPath: directory.at("gps.app1")))
+        try Self.run(Self.convert, ["-size", "1200x900", "gradient:white-navy", "-quality", "90", "-profile", directory.at("gps.app1"),
+                                    directory.at("located.jpg")])
+        return directory.at("located.jpg")
     }
 
     static func bytes(_ name: String, in directory: TemporaryDirectory) throws -> [UInt8] {

@@ -27,6 +27,7 @@ import Testing
 
     /// Sends every due job and answers it with the expense at `version`.
     func answer(_ store: Store, _ id: String, version: Int, now: Int64) async throws {
+        try await store.recordCopiesAsTheyAre()
         let jobs = try await store.claim(limit: 10, now: now)
         #expect(!jobs.isEmpty, "a job was due")
         let results = try await store.complete(jobs.map { ($0, JobUpdate.applied(canonical(id, version: version)), false) }, now: now)
@@ -127,9 +128,11 @@ import Testing
         let store = try Store(stateDirectory: dir.at("state"))
         let (id, _) = try await uploaded(store, dir)
         _ = try await store.attachReceipt(ref: id, try stage(SampleReceipt.jpeg(seed: 4), store, dir), fields: ExpenseFields(), now: 4)
+        try await store.recordCopiesAsTheyAre()
         let older = try #require(try await store.claim(limit: 10, now: 5).first)
         let newest = SampleReceipt.jpeg(seed: 5)
         _ = try await store.attachReceipt(ref: id, try stage(newest, store, dir), fields: ExpenseFields(), now: 6)
+        try await store.recordCopiesAsTheyAre()
         #expect(try await store.claim(limit: 10, now: 7).isEmpty, "one job of an expense in flight at a time")
         // Rejected once, it backs off: the newer file waits for it rather than overtake it.
         let retry = JobUpdate.retry(nextAttemptAt: 100, attempts: 1, transientAttempts: 0, error: "503", errorClass: "server")

@@ -6,23 +6,29 @@ extension Store {
     /// A job as it is sent; an upload with the digest recorded when its
     /// bytes were staged, so that what is sent is checked against what was
     /// taken, not against what is on disk now.
+    /// An upload sends its legible copy when one was made (docs/receipts.md).
     static let jobColumns = """
-        seq, uuid, kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
-        receipt_file, receipt_type, receipt_size, account,
-        CASE WHEN kind = 'receipt' THEN (SELECT sha256 FROM receipt_digests WHERE receipt_digests.job_uuid = jobs.uuid) END
+        seq, uuid, jobs.kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
+        COALESCE(c.file, receipt_file), COALESCE(c.kind, receipt_type), COALESCE(c.size, receipt_size), account,
+        CASE WHEN jobs.kind = 'receipt' THEN COALESCE(c.sha256, (SELECT sha256 FROM receipt_digests WHERE receipt_digests.job_uuid = jobs.uuid)) END
         """
+
+    /// What ``jobColumns`` reads from besides `jobs`.
+    static let jobCopies = "LEFT JOIN receipt_copies AS c ON c.job_uuid = jobs.uuid AND c.file IS NOT NULL"
 
     /// A job that may be sent now: queued, due, not waiting for an earlier
     /// job of the same expense, and alone in flight for its expense. A
     /// receipt waits for its create and earlier uploads only (an upload
     /// never holds up edits; a newer file must land last), but not for one
     /// that needs attention, which the newer one supersedes;
-    /// every other job waits for every earlier job but receipts. One job
+    /// every other job waits for every earlier job but receipts; an upload
+    /// waits for its copy to be made. One job
     /// per expense at a time: an upload and an edit in flight together
     /// could reach the server in either order, and the upload's new version
     /// would make the edit look stale.
     static let eligible = """
         state = 'queued' AND next_attempt_at <= ?1
+        AND (jobs.kind != 'receipt' OR EXISTS (SELECT 1 FROM receipt_copies WHERE receipt_copies.job_uuid = jobs.uuid))
         AND NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.transaction_id = jobs.transaction_id AND p.seq < jobs.seq
             AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind = 'create' OR (p.kind = 'receipt' AND p.state != 'needs_attention')
                  ELSE p.kind != 'receipt' END))
@@ -53,12 +59,12 @@ extension Store {
         // with another body). One fsync for the whole batch.
         return try await write { db, watched in
             let fresh = try db.query("""
-                SELECT \(Store.jobColumns) FROM jobs
+                SELECT \(Store.jobColumns) FROM jobs \(Store.jobCopies)
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)\(skip)
                 ORDER BY seq LIMIT ?2
                 """, values, Store.outboxJob)
             let retrying = try db.query("""
-                SELECT \(Store.jobColumns) FROM jobs
+                SELECT \(Store.jobColumns) FROM jobs \(Store.jobCopies)
                 WHERE (attempts > 0 OR transient_attempts > 0) AND \(Store.eligible)\(skip)
                 ORDER BY next_attempt_at LIMIT ?2
                 """, values, Store.outboxJob)

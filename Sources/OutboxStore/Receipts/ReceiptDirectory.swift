@@ -116,6 +116,22 @@ public final class ReceiptDirectory: Sendable {
         }
     }
 
+    /// Writes `bytes` as a new receipt file `fileName`, durably: temporary
+    /// name, `fsync`, `rename`, directory `fsync` (a legible copy).
+    public func write(_ bytes: [UInt8], as fileName: String) throws(SystemCallError) {
+        let temporary = "\(path)/.\(fileName.split(separator: ".").first ?? "").tmp"
+        do {
+            let output = try FileDescriptor.open(temporary, [.writeOnly, .create, .truncate, .noFollow], mode: 0o600)
+            try output.writeAll(bytes)
+            try output.sync()
+            try FileSystem.rename(temporary, to: filePath(fileName))
+            try FileSystem.syncDirectory(path)
+        } catch {
+            try? FileSystem.remove(temporary)
+            throw error
+        }
+    }
+
     /// Up to `count` bytes of `file` from `offset` (fewer at its end).
     static func read(_ file: FileDescriptor, _ count: Int, at offset: Int64) throws(SystemCallError) -> [UInt8] {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)

@@ -213,5 +213,36 @@ enum Schema {
             -- end of the index (seq only grows): one more page written.
             CREATE INDEX jobs_by_account ON jobs (account, seq);
             """),
+        Migration(version: 8, sql: """
+            -- What a receipt upload sends (docs/receipts.md): made once per
+            -- upload job after the job was acknowledged, by the sandboxed
+            -- decoder. `file` NULL: the receipt goes as it is; otherwise the
+            -- legible copy in receipts/, its kind, size and SHA-256. A job
+            -- without a row is not sent yet.
+            CREATE TABLE receipt_copies (
+                job_uuid TEXT PRIMARY KEY,
+                file TEXT,
+                kind TEXT,
+                size INTEGER,
+                sha256 BLOB,
+                made_at INTEGER NOT NULL
+            );
+            CREATE TRIGGER receipt_copies_job_gone AFTER DELETE ON jobs WHEN OLD.kind = 'receipt' BEGIN
+                DELETE FROM receipt_copies WHERE job_uuid = OLD.uuid;
+            END;
+            -- The bytes as received of a receipt sent as a copy, kept in
+            -- receipts/ beside the copy (`expensectl receipt --original`).
+            CREATE TABLE receipt_originals (
+                transaction_id TEXT NOT NULL,
+                job_uuid TEXT PRIMARY KEY,
+                file TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                taken_at INTEGER NOT NULL
+            );
+            CREATE INDEX receipt_originals_by_expense ON receipt_originals (transaction_id);
+            -- Uploads queued before copies were made go as they are.
+            INSERT INTO receipt_copies (job_uuid, made_at) SELECT uuid, 0 FROM jobs WHERE kind = 'receipt';
+            """),
     ]
 }

@@ -1,0 +1,107 @@
+import DaemonSupport
+import Digest
+import ExpenseCore
+import OutboxStore
+import Posix
+import ReceiptCopy
+
+/// Makes the one legible copy of each receipt that a backend is sent
+/// (docs/receipts.md), after the upload was acknowledged and before it is
+/// sent: a durable step of its own, which a crash resumes (an upload with
+/// no copy recorded is copied again; a copy file not recorded is swept at
+/// the next start). The untrusted bytes are read by `expensed-decode` in
+/// its sandbox; a receipt it cannot read makes its upload need attention,
+/// with the reason, and costs nothing else. One receipt at a time: a
+/// decoder uses every core it is given.
+final class ReceiptCopier: Sendable {
+    private let store: Store
+    private let decoder: ReceiptDecoder
+    private let logger: Logger
+    private let recorded: @Sendable () -> Void
+    private let work = BlockingExecutor(label: "receipt-copy", width: 1)
+    private let pokes: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    /// - Parameter recorded: after each copy recorded or refused (the
+    ///   drain may send the upload; `watch` may show the change).
+    init(store: Store, decoder: ReceiptDecoder, logger: Logger, recorded: @escaping @Sendable () -> Void) {
+        self.store = store
+        self.decoder = decoder
+        self.logger = logger
+        self.recorded = recorded
+        (pokes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Something may wait for its copy: an add, an edit, a spool take, a
+    /// retry, a timer tick. Pokes while a round runs collapse into one more.
+    func poke() { continuation.yield(()) }
+
+    func stop() { continuation.finish() }
+
+    func run() async {
+        poke()
+        for await _ in pokes { await copyAll() }
+    }
+
+    private func copyAll() async {
+        while true {
+            let batch: [PendingCopy]
+            do { batch = try await store.pendingCopies() } catch {
+                logger.error("Failed to read the uploads waiting for their copy: \(error)")
+                return
+            }
+            if batch.isEmpty { return }
+            for pending in batch { await copy(pending) }
+        }
+    }
+
+    private func copy(_ pending: PendingCopy) async {
+        let path = store.receipts.filePath(pending.fileName)
+        let made: Result<MadeCopy, CopyFailure>
+        if pending.kind == .pdf {
+            made = .success(.original)
+        } else {
+            made = (try? await work.run { [decoder, store] () -> Result<MadeCopy, CopyFailure> in
+                do {
+                    let original = try FileDescriptor.open(path, [.readOnly, .noFollow])
+                    switch try decoder.copy(of: original) {
+                    case .original:
+                        return .success(.original)
+                    case .copy(let kind, let bytes, _, _, _):
+                        let name = "\(ClientID.make()).\(kind.fileExtension)"
+                        try store.receipts.write(bytes, as: name)
+                        return .success(.copy(fileName: name, kind: kind, size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
+                    }
+                } catch let failure as CopyFailure {
+                    return .failure(failure)
+                } catch {
+                    return .failure(CopyFailure("its bytes cannot be read or the copy stored: \(error)"))
+                }
+            }) ?? .failure(CopyFailure("the copy was not made"))
+        }
+        do {
+            switch made {
+            case .success(let result):
+                FaultPoints.hit("copy-before-record")
+                let took = try await store.recordCopy(pending, result, now: Clock.wallMilliseconds)
+                if case .copy(let name, let kind, let size, _) = result {
+                    if took {
+                        logger.info("Receipt copy made: \(kind.rawValue.uppercased()), \(size) bytes from \(pending.size) bytes of \(pending.kind.rawValue.uppercased()); the original is kept",
+                                    transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
+                    } else {
+                        try? store.receipts.remove(name)
+                    }
+                }
+            case .failure(let failure):
+                logger.warning("Receipt '\(pending.fileName)' cannot be read: \(failure.reason); its upload needs attention",
+                               transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
+                try await store.copyFailed(pending, reason: failure.reason)
+            }
+        } catch {
+            logger.error("Failed to record the copy of receipt '\(pending.fileName)': \(error)", transactionID: pending.transactionID,
+                         jobUUID: pending.jobUUID, account: pending.account)
+            return
+        }
+        recorded()
+    }
+}

@@ -1,0 +1,88 @@
+import ExpenseCore
+import SQLite
+
+/// An upload whose legible copy is still to be made (docs/receipts.md).
+public struct PendingCopy: Sendable, Equatable {
+    public let jobUUID: String
+    public let transactionID: String
+    public let account: String
+    /// The bytes as received, in the receipts directory.
+    public let fileName: String
+    public let kind: ReceiptKind
+    public let size: Int64
+}
+
+/// What was made of a receipt, to record with ``Store/recordCopy(_:_:now:)``.
+public enum MadeCopy: Sendable, Equatable {
+    /// It goes as it is.
+    case original
+    /// A copy, staged durably in the receipts directory.
+    case copy(fileName: String, kind: ReceiptKind, size: Int64, sha256: [UInt8])
+}
+
+extension Store {
+    /// Uploads queued whose copy is not made yet, oldest first.
+    public func pendingCopies(limit: Int = 16) async throws -> [PendingCopy] {
+        try await database.read { db in
+            try db.query("""
+                SELECT uuid, transaction_id, account, receipt_file, receipt_type, receipt_size FROM jobs
+                WHERE kind = 'receipt' AND state = 'queued' AND receipt_file IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
+                ORDER BY seq LIMIT ?
+                """, [.integer(Int64(limit))]) {
+                PendingCopy(jobUUID: $0.string(0), transactionID: $0.string(1), account: $0.string(2), fileName: $0.string(3),
+                            kind: ReceiptKind(rawValue: $0.string(4)) ?? .jpeg, size: $0.optionalInt64(5) ?? 0)
+            }
+        }
+    }
+
+    /// Records what was made of `pending`'s receipt, in one commit; the
+    /// upload may be sent from then on, and a copy's original is kept.
+    /// - Returns: false when the upload is gone or taken care of meanwhile
+    ///   (discarded, superseded, copied by another pass): a copy made for
+    ///   it is then the caller's to remove.
+    @discardableResult
+    public func recordCopy(_ pending: PendingCopy, _ made: MadeCopy, now: Int64) async throws -> Bool {
+        try await write { db, _ in
+            let waiting = try db.queryFirst("""
+                SELECT 1 FROM jobs WHERE uuid = ? AND state = 'queued'
+                  AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
+                """, [.text(pending.jobUUID)]) { _ in true } ?? false
+            guard waiting else { return (false, []) }
+            switch made {
+            case .original:
+                try db.execute("INSERT INTO receipt_copies (job_uuid, made_at) VALUES (?, ?)", [.text(pending.jobUUID), .integer(now)])
+            case .copy(let fileName, let kind, let size, let sha256):
+                try db.execute("INSERT INTO receipt_copies (job_uuid, file, kind, size, sha256, made_at) VALUES (?, ?, ?, ?, ?, ?)",
+                               [.text(pending.jobUUID), .text(fileName), .text(kind.rawValue), .integer(size), .blob(sha256), .integer(now)])
+                try db.execute("""
+                    INSERT INTO receipt_originals (transaction_id, job_uuid, file, kind, size, taken_at) VALUES (?, ?, ?, ?, ?, ?)
+                    """, [.text(pending.transactionID), .text(pending.jobUUID), .text(pending.fileName), .text(pending.kind.rawValue),
+                          .integer(pending.size), .integer(now)])
+            }
+            return (true, [])
+        }
+    }
+
+    /// No copy can be made of `pending`'s receipt: the upload needs
+    /// attention with `reason` (`retry` tries again, `discard` drops it;
+    /// the bytes as received stay until then).
+    public func copyFailed(_ pending: PendingCopy, reason: String) async throws {
+        try await write(durability: .deferred) { db, watched in
+            let states = try StateChanges(db, watched: watched, [pending.transactionID])
+            try db.execute("""
+                UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE uuid = ? AND state = 'queued'
+                """, [.text("receipt cannot be read: \(reason)"), .text(pending.jobUUID)])
+            return ((), try states.changes(db) { _, _ in "receipt cannot be read" })
+        }
+    }
+
+    /// The bytes as received of the receipt of `transactionID` that went
+    /// as a copy, newest first: file name and kind.
+    public func originals(of transactionID: String) async throws -> [(fileName: String, kind: ReceiptKind)] {
+        try await database.read { db in
+            try db.query("SELECT file, kind FROM receipt_originals WHERE transaction_id = ? ORDER BY taken_at DESC, rowid DESC",
+                         [.text(transactionID)]) { ($0.string(0), ReceiptKind(rawValue: $0.string(1)) ?? .jpeg) }
+        }
+    }
+}
