@@ -87,18 +87,27 @@ import Testing
         #expect(try daemon.rejectedEntries().isEmpty)
         let expenses = try daemon.list()
         #expect(expenses.count == 2 * files.count)
-        var served: [[UInt8]] = []
+        // JPEG, PNG and PDF files this small and upright go as they are;
+        // the other kinds as their legible copy (ReceiptFormatTests).
+        var served: [String] = []
         for expense in expenses {
             #expect(expense["receipt"] == "uploaded", "the server took it: \(expense.serialized())")
             let receipt = try sync.serverRequest("GET", try #require(expense["receipt_url"]?.stringValue))
-            served.append(receipt.body)
-            guard let added = expected[expense["transaction_id"]?.stringValue ?? ""] else { continue }
-            #expect(receipt.body == added.bytes)
-            #expect(receipt.header("Content-Type") == added.kind.contentType)
+            guard let added = expected[expense["transaction_id"]?.stringValue ?? ""] else {
+                served.append(Hex.encode(SHA256.hash(receipt.body)))
+                continue
+            }
+            if added.kind.isSendable {
+                #expect(Hex.encode(SHA256.hash(receipt.body)) == Hex.encode(SHA256.hash(added.bytes)), "\(added.kind) byte for byte")
+                #expect(receipt.header("Content-Type") == added.kind.contentType)
+            } else {
+                let verdict = ReceiptValidator.check(receipt.body)
+                #expect(verdict == .complete(.jpeg) || verdict == .complete(.pdf), "\(added.kind) as a copy: \(verdict)")
+            }
         }
-        let all = expected.values.map(\.bytes)
-        #expect(served.map { Hex.encode(SHA256.hash($0)) }.sorted() == (all + all).map { Hex.encode(SHA256.hash($0)) }.sorted(),
-                "every byte of each, by add and by the spool")
+        // Each sent as it is by add came the same way from the spool.
+        let asTheyAre = expected.values.filter { $0.kind.isSendable }.map { Hex.encode(SHA256.hash($0.bytes)) }
+        #expect(Set(asTheyAre).isSubset(of: Set(served)), "every byte of each, by the spool too")
     }
 
     @Test func aJPEGNamedPNG_isAJPEG_byAddAndBySpool_andUploadedAsOne() throws {
