@@ -128,6 +128,7 @@ let package = Package(
         .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "SpoolIntakeTests", dependencies: ["SpoolIntake", "DaemonSupport", "OutboxStore", "ExpenseCore", "ExpenseTestSupport",
                                                          "Posix", "SQLite"]),
+        .testTarget(name: "ReceiptCopyTests", dependencies: ["ReceiptCopy", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),

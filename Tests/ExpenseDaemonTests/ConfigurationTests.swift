@@ -35,7 +35,8 @@ import Testing
             "control_line_max": ["1023", "65M"], "drain_interval": ["99ms", "25h"], "backoff_base": ["0", "2h"],
             "backoff_cap": ["0", "2d"], "max_attempts": ["0", "1001"], "concurrency": ["0", "65"], "refresh_interval": ["999ms", "8d"],
             "connect_timeout": ["99ms", "11m"], "request_timeout": ["999ms", "2d"], "spool_settle": ["2h"], "spool_max_bytes": ["0", "5G"],
-            "spool_sidecar_window": ["8d"],
+            "spool_sidecar_window": ["8d"], "receipt_max_edge": ["255", "20001"], "receipt_max_pixels": ["999", "1000000001"],
+            "receipt_decode_timeout": ["999ms", "2h"],
         ]
         #expect(Set(outOfRange.keys).isSubset(of: Set(Configuration.keys.map(\.name))))
         for (key, values) in outOfRange.sorted(by: { $0.key < $1.key }) {
