@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
+#include <signal.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -63,6 +65,9 @@ int cdecoder_limit(uint64_t memory_bytes, uint64_t cpu_seconds) {
 }
 
 int cdecoder_sandbox(void) {
+    // Dies with the daemon: a decoder never outlives the one who waits for it.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) return -errno;
+    if (getppid() == 1) return -ESRCH;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -errno;
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ERRNO(EPERM));
     if (!filter) return -ENOMEM;

@@ -61,6 +61,8 @@ final class ReceiptCopier: Sendable {
         if pending.kind == .pdf {
             made = .success(.original)
         } else {
+            logger.debug("Making the copy of receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID,
+                         account: pending.account)
             made = (try? await work.run { [decoder, store] () -> Result<MadeCopy, CopyFailure> in
                 do {
                     let original = try FileDescriptor.open(path, [.readOnly, .noFollow])

@@ -1,6 +1,7 @@
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+import Posix
 import SQLite
 import Testing
 
@@ -76,6 +77,92 @@ import Testing
             #expect(kept == FileManager.default.contents(atPath: original), "\(name)'s original is kept byte for byte")
         }
         #expect(sync.daemon.log.contains("Receipt copy made: JPEG"), "\(sync.daemon.log)")
+    }
+
+    /// Dropped in the spool, a phone's HEIC and a scanner's TIFF become one
+    /// expense each whose server receipt is a JPEG, and a BMP sidecar pair
+    /// takes its fields.
+    @Test func phoneAndScannerFiles_throughTheSpool_reachTheServerAsJPEGs() throws {
+        let files = TemporaryDirectory(prefix: "spool-formats")
+        _ = try RealReceiptFiles.make(in: files)
+        let sync = try SyncHarness(daemonArguments: ["--spool-settle", "100ms", "--receipt-max-edge", "\(Self.maxEdge)"], spool: true)
+        let daemon = sync.daemon
+        try daemon.start()
+        defer { daemon.stop() }
+        for name in ["phone.heic", "scan.tif", "phone.bmp"] {
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: files.at(name))))
+            try SpoolDrop.byRename(bytes, as: FileName(name)!, in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
+        }
+        try SpoolDrop.byRename(Array(#"{"merchant": "Bitmap Bakery", "amount": "4.20", "currency": "EUR"}"#.utf8), as: FileName("phone.json")!,
+                               in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
+        try waitUntil(timeout: 60, "the spool to be taken") { try daemon.spoolEntries().isEmpty }
+        try sync.waitUntilDrained(timeout: 120)
+        #expect(try daemon.rejectedEntries().isEmpty)
+        let expenses = try daemon.list()
+        #expect(expenses.count == 3, "\(expenses)")
+        #expect(expenses.contains { $0["merchant"] == "Bitmap Bakery" }, "the sidecar's fields")
+        for expense in expenses {
+            let id = try #require(expense["transaction_id"]?.stringValue)
+            let (path, type) = try #require(try Self.serverReceipt(sync, id), "\(expense.serialized())")
+            let info = try Self.identify(path)
+            #expect(type == "image/jpeg" && info.format == "JPEG" && max(info.width, info.height) <= Self.maxEdge, "\(info)")
+        }
+    }
+
+    /// kill -9 while the decoder reads a receipt: the decoder dies with
+    /// the daemon; after the restart the copy is made once, the expense
+    /// created once and its receipt uploaded once.
+    @Test func killedWhileTheCopyIsBeingMade_thenRestarted_isOneCopyOneCreateOneUpload() throws {
+        let files = TemporaryDirectory(prefix: "copy-crash")
+        _ = try RealReceiptFiles.make(in: files)
+        let sync = try SyncHarness(daemonArguments: ["--receipt-decode-timeout", "1h"],
+                                   environment: ["EXPENSED_DECODER_FAULT": "hang", "EXPENSED_DEBUG": "1"])
+        let daemon = sync.daemon
+        try daemon.start()
+        defer { daemon.stop() }
+        let id = try #require(try daemon.ctlJSON(["add", "--merchant", "Crash Café", "--amount", "8.40", "--currency", "EUR",
+                                                  "--receipt", files.at("phone.heic")])["transaction_id"]?.stringValue)
+        let pid = try daemon.daemonPID()
+        var decoder: Int32 = 0
+        try waitUntil(timeout: 60, "the decoder to run") {
+            decoder = Self.children(of: pid).first { Self.command(of: $0) == "expensed-decode" } ?? 0
+            return decoder != 0 && daemon.log.contains("Making the copy of receipt")
+        }
+        // The create does not wait for the copy: it is on the server, and recorded, before the kill.
+        try waitUntil(timeout: 60, "the create applied") { try daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.contains { $0["kind"] == "create" } == false }
+        daemon.crash()
+        try waitUntil(timeout: 30, "the decoder to die with the daemon") { !FileManager.default.fileExists(atPath: "/proc/\(decoder)/status") || Self.isZombie(decoder) }
+        daemon.environment["EXPENSED_DECODER_FAULT"] = nil
+        try daemon.start()
+        try sync.waitUntilDrained(timeout: 120)
+        let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
+        #expect(try db.scalarInt("SELECT count(*) FROM receipt_originals WHERE transaction_id = ?", [.text(id)]) == 1, "one copy recorded")
+        let creates = sync.accessLog(awaiting: 1) { $0.first == "POST" && $0.count > 1 && $0[1] == "/v1/expenses" }
+        #expect(creates.count == 1, "one create: \(creates)")
+        #expect(try sync.serverRecords().filter { $0.transactionID == id }.count == 1)
+        let uploads = sync.accessLog(awaiting: 1) { $0.first == "PUT" && $0.count > 1 && $0[1] == "/v1/expenses/\(id)/receipt" }
+        #expect(uploads.count == 1, "one upload: \(uploads)")
+        let (path, type) = try #require(try Self.serverReceipt(sync, id))
+        let format = try Self.identify(path).format
+        #expect(type == "image/jpeg" && format == "JPEG")
+        // What is left in receipts/: the original alone (the copy went once uploaded).
+        let left = try FileManager.default.contentsOfDirectory(atPath: "\(daemon.stateDirectory)/receipts")
+        #expect(left.count == 1 && left[0].hasSuffix(".heic"), "\(left)")
+    }
+
+    static func children(of pid: Int32) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int32($0) }
+        }
+    }
+
+    static func command(of pid: Int32) -> String {
+        ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func isZombie(_ pid: Int32) -> Bool {
+        ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").split(separator: " ").dropFirst(2).first == "Z"
     }
 
     /// A PNG of a few hundred bytes that claims 60,000 × 60,000 pixels, and

@@ -14,7 +14,8 @@ int cdecoder_start(void);
 /// core files and no file may grow. 0 on success, else -errno.
 int cdecoder_limit(uint64_t memory_bytes, uint64_t cpu_seconds);
 
-/// `PR_SET_NO_NEW_PRIVS`, then a seccomp allow-list: what decoding needs
+/// Killed with its parent (`PR_SET_PDEATHSIG`), `PR_SET_NO_NEW_PRIVS`,
+/// then a seccomp allow-list: what decoding needs
 /// (memory, threads, reading, writing to descriptors already open, opening
 /// files read-only); every other call (sockets, exec, opening for writing,
 /// creating, renaming, removing) fails with EPERM. 0 on success, else -errno.
