@@ -110,6 +110,7 @@ let package = Package(
         .executableTarget(name: "bench-list", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/list"),
         .executableTarget(name: "bench-backends", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/backends"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
+        .executableTarget(name: "bench-copy", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy"], path: "bench/copy"),
         .executableTarget(name: "bench-receipt", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/receipt"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
