@@ -115,8 +115,8 @@ extension ControlRequest {
             }
             return .resolve(ref: ref, takeMine: take == "mine")
         case .receipt:
-            try f.allow(["ref"])
-            return .receipt(ref: try f.ref())
+            try f.allow(["ref", "original"])
+            return .receipt(ref: try f.ref(), original: try f.optionalBool("original") ?? false)
         }
     }
 

@@ -47,8 +47,9 @@ public struct ControlRequest: Sendable, Equatable {
         case edit(ref: String, fields: ExpenseFields, hasReceipt: Bool = false)
         case delete(ref: String)
         case resolve(ref: String, takeMine: Bool)
-        /// The receipt's bytes, as a descriptor sent with the answer.
-        case receipt(ref: String)
+        /// The receipt's bytes, as a descriptor sent with the answer; with
+        /// `original`, the bytes as received of a receipt sent as a copy.
+        case receipt(ref: String, original: Bool = false)
 
         /// Whether a descriptor travels with the line (`"receipt": true`).
         public var takesDescriptor: Bool {
@@ -102,8 +103,11 @@ public struct ControlRequest: Sendable, Equatable {
             break
         case .watch(let changes):
             if changes { members["changes"] = true }
-        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref), .receipt(let ref):
+        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref):
             members["ref"] = .string(ref)
+        case .receipt(let ref, let original):
+            members["ref"] = .string(ref)
+            if original { members["original"] = true }
         case .sync(let refresh):
             members["refresh"] = .bool(refresh)
         case .edit(let ref, let fields, let hasReceipt):

@@ -12,6 +12,8 @@ public struct ReceiptResult: ControlResult, Equatable {
         case keptLocally = "kept locally"
         /// The server, with the expense's account's credentials.
         case server
+        /// The bytes as received, kept when a legible copy was sent (docs/receipts.md).
+        case original
     }
 
     public var transactionID: String
@@ -37,7 +39,7 @@ public struct ReceiptResult: ControlResult, Equatable {
     public init(json: JSONValue) throws(ControlDecodingError) {
         let m = try Members(json, path: "result")
         guard let kind = ReceiptKind(rawValue: try m.string("kind")) else { throw ControlDecodingError(path: m.at("kind"), "is not a receipt kind (jpeg, png, pdf, heif, webp, tiff, pnm, bmp)") }
-        guard let source = Source(rawValue: try m.string("source")) else { throw ControlDecodingError(path: m.at("source"), "is not queued, kept locally or server") }
+        guard let source = Source(rawValue: try m.string("source")) else { throw ControlDecodingError(path: m.at("source"), "is not queued, kept locally, server or original") }
         self.init(transactionID: try m.string("transaction_id"), kind: kind, size: try m.integer("size"), sha256: try m.string("sha256"),
                   source: source)
     }

@@ -127,16 +127,19 @@ let subcommands: [Subcommand] = [
                options: [
                    CommandOption("-o, --output", valueName: "FILE", help: "write it to FILE (replaced only once the whole receipt is there)"),
                    CommandOption("--open", valueName: nil, help: "write it to a private temporary file and open that with xdg-open"),
+                   CommandOption("--original", valueName: nil, help: "the bytes as received, not the legible copy the backend was sent"),
                ],
                discussion: """
                    From expensed's own copy while the upload waits (or the copy it keeps for
                    a backend that stores no files), else from the server, which expensed asks
                    with the expense's account's credentials. The bytes are checked against the
                    SHA-256 recorded when expensed took the receipt; a damaged copy is refused
-                   and nothing is written. Without -o or --open the bytes go to standard
-                   output, which must not be a terminal. Exit status 1: no such expense, or it
-                   has no receipt; 65: damaged; 73: FILE cannot be written; 75: the server
-                   cannot be reached; 69: the server refused.
+                   and nothing is written. A photo or scan goes to the server as a legible
+                   copy; --original writes the bytes as received, which expensed keeps.
+                   Without -o or --open the bytes go to standard output, which must not be a
+                   terminal. Exit status 1: no such expense, or it has no receipt; 65:
+                   damaged; 73: FILE cannot be written; 75: the server cannot be reached;
+                   69: the server refused.
                    """, run: runReceipt),
     Subcommand("delete", "Delete an expense; one never sent is dropped without a request.", arguments: [idArgument], options: [yesOption],
                discussion: """

@@ -26,7 +26,7 @@ func runReceipt(_ invocation: Invocation, _ context: Context) throws -> ExitStat
     if let output { target = try OutputFile(path: output) }
     defer { target?.discard() }
 
-    let (result, source) = try context.connect().callReceivingDescriptor(.receipt(ref: ref), expecting: ReceiptResult.self)
+    let (result, source) = try context.connect().callReceivingDescriptor(.receipt(ref: ref, original: invocation.has("--original")), expecting: ReceiptResult.self)
     var written: String?
     if var file = target {
         try copy(source, to: file.descriptor, size: result.size, what: "'\(file.shown)'")

@@ -46,6 +46,20 @@ extension ControlHandler {
         throw ControlFailure(.invalidState, "the receipt moved while it was being read; try again")
     }
 
+    /// The bytes as received of `ref`'s receipt, when a legible copy of it
+    /// was sent (the newest); for a receipt that went as it is, the same
+    /// bytes ``receipt(ref:in:)`` hands out, which are those.
+    func originalReceipt(ref: String, in scope: AccountScope) async throws -> (ReceiptResult, FileDescriptor) {
+        let source = try await store.receiptSource(ref: ref, in: scope)
+        guard let kept = try await store.originals(of: source.transactionID).first else { return try await receipt(ref: ref, in: scope) }
+        let recorded = ReceiptSource(transactionID: source.transactionID, account: source.account, location: source.location, sha256: kept.sha256)
+        do {
+            return try await localCopy(store.receipts.filePath(kept.fileName), kind: kept.kind, recorded, from: .original)
+        } catch let error as SystemCallError where error.isNotFound {
+            throw ControlFailure(.noReceipt, "the original of the receipt of \(source.transactionID) is gone from the state directory")
+        }
+    }
+
     /// A kept receipt, only where the daemon keeps them: a `file://` URL
     /// the cache holds names nothing else (a backend could put any there).
     private func keptCopy(url: String, _ source: ReceiptSource) async throws -> (ReceiptResult, FileDescriptor) {
@@ -65,7 +79,7 @@ extension ControlHandler {
     private func localCopy(_ path: String, kind: ReceiptKind, _ source: ReceiptSource, from: ReceiptResult.Source) async throws
         -> (ReceiptResult, FileDescriptor) {
         let (fd, size, digest) = try await receiptCopies.run { try Self.openAndHash(path) }
-        try check(digest, source, what: from == .queued ? "the daemon's copy of the receipt" : "the kept receipt '\(path)'")
+        try check(digest, source, what: from == .queued ? "the daemon's copy of the receipt" : from == .original ? "the original of the receipt" : "the kept receipt '\(path)'")
         return (ReceiptResult(transactionID: source.transactionID, kind: kind, size: size, sha256: Hex.encode(digest), source: from), fd)
     }
 

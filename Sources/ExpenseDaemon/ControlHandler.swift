@@ -68,9 +68,9 @@ final class ControlHandler: Sendable {
         let id = incoming.request.id
         do {
             switch incoming.request.command {
-            case .receipt(let ref):
+            case .receipt(let ref, let original):
                 let scope = try await callers.scope(for: incoming.peer, incoming.request.accounts).scope
-                let (result, descriptor) = try await receipt(ref: ref, in: scope)
+                let (result, descriptor) = try await original ? originalReceipt(ref: ref, in: scope) : receipt(ref: ref, in: scope)
                 logger.info("Receipt handed out (\(result.size) bytes, from \(result.source == .server ? "the server" : "the daemon's copy"))",
                             transactionID: result.transactionID)
                 return (ControlResponse(id: id, result), .next, descriptor)

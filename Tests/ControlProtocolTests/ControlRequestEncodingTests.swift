@@ -24,6 +24,7 @@ import Testing
         .edit(ref: "cp-0206", fields: cleared),
         .edit(ref: "cp-0206", fields: ExpenseFields(), hasReceipt: true), .edit(ref: "cp-0206", fields: cleared, hasReceipt: true),
         .receipt(ref: "cp-0206e11a"),
+        .receipt(ref: "cp-0206e11a", original: true),
         .resolve(ref: "cp-0206", takeMine: true), .resolve(ref: "cp-0206", takeMine: false),
     ]
 
@@ -53,5 +54,6 @@ import Testing
         #expect(ControlRequest(id: 5, command: .edit(ref: "cp-1", fields: ExpenseFields(), hasReceipt: true)).json.serialized()
                 == #"{"id":5,"op":"edit","receipt":true,"ref":"cp-1"}"#)
         #expect(ControlRequest(id: 6, command: .receipt(ref: "cp-1")).json.serialized() == #"{"id":6,"op":"receipt","ref":"cp-1"}"#)
+        #expect(ControlRequest(id: 7, command: .receipt(ref: "cp-1", original: true)).json.serialized() == #"{"id":7,"op":"receipt","original":true,"ref":"cp-1"}"#)
     }
 }

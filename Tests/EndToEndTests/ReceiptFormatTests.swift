@@ -76,6 +76,16 @@ import Testing
             let original = name == "located.jpg" ? located : files.at(name)
             #expect(kept == FileManager.default.contents(atPath: original), "\(name)'s original is kept byte for byte")
         }
+        // `receipt --original` hands them back; without it, the copy the server has.
+        for name in ["phone.heic", "located.jpg", "printer.pdf"] {
+            let original = name == "located.jpg" ? located : files.at(name)
+            let out = files.at("back-\(name)")
+            let answer = try sync.daemon.ctlJSON(["receipt", ids[name]!, "--original", "-o", out])
+            #expect(answer["source"] == (name == "printer.pdf" ? "server" : "original"), "\(name): \(answer)")
+            #expect(FileManager.default.contents(atPath: out) == FileManager.default.contents(atPath: original), "\(name) byte for byte")
+        }
+        let copy = files.at("copy-heic")
+        #expect(try sync.daemon.ctlJSON(["receipt", ids["phone.heic"]!, "-o", copy])["kind"] == "jpeg")
         #expect(sync.daemon.log.contains("Receipt copy made: JPEG"), "\(sync.daemon.log)")
     }
 

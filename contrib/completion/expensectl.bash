@@ -61,7 +61,7 @@ _expensectl()
         "") COMPREPLY=($(compgen -W "$subcommands $global" -- "$cur")); return ;;
         add) options="$fields --receipt --client-id" ;;
         edit) options="$fields --receipt" ;;
-        receipt) options="-o --output --open" ;;
+        receipt) options="-o --output --open --original" ;;
         list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals --ids" ;;
         sync) options="--refresh --wait --timeout" ;;
         watch) options="--summary" ;;

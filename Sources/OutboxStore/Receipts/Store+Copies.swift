@@ -56,7 +56,8 @@ extension Store {
                 try db.execute("INSERT INTO receipt_copies (job_uuid, file, kind, size, sha256, made_at) VALUES (?, ?, ?, ?, ?, ?)",
                                [.text(pending.jobUUID), .text(fileName), .text(kind.rawValue), .integer(size), .blob(sha256), .integer(now)])
                 try db.execute("""
-                    INSERT INTO receipt_originals (transaction_id, job_uuid, file, kind, size, taken_at) VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO receipt_originals (transaction_id, job_uuid, file, kind, size, sha256, taken_at)
+                    VALUES (?, ?, ?, ?, ?, (SELECT sha256 FROM receipt_digests WHERE job_uuid = ?2), ?)
                     """, [.text(pending.transactionID), .text(pending.jobUUID), .text(pending.fileName), .text(pending.kind.rawValue),
                           .integer(pending.size), .integer(now)])
             }
@@ -79,10 +80,10 @@ extension Store {
 
     /// The bytes as received of the receipt of `transactionID` that went
     /// as a copy, newest first: file name and kind.
-    public func originals(of transactionID: String) async throws -> [(fileName: String, kind: ReceiptKind)] {
+    public func originals(of transactionID: String) async throws -> [(fileName: String, kind: ReceiptKind, sha256: [UInt8]?)] {
         try await database.read { db in
-            try db.query("SELECT file, kind FROM receipt_originals WHERE transaction_id = ? ORDER BY taken_at DESC, rowid DESC",
-                         [.text(transactionID)]) { ($0.string(0), ReceiptKind(rawValue: $0.string(1)) ?? .jpeg) }
+            try db.query("SELECT file, kind, sha256 FROM receipt_originals WHERE transaction_id = ? ORDER BY taken_at DESC, rowid DESC",
+                         [.text(transactionID)]) { ($0.string(0), ReceiptKind(rawValue: $0.string(1)) ?? .jpeg, $0.blob(2)) }
         }
     }
 }

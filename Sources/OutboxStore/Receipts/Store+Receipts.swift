@@ -24,6 +24,13 @@ public struct ReceiptSource: Sendable, Equatable {
     /// recorded digests, or that a change made elsewhere may have replaced
     /// since (``Store/upsert(_:_:account:now:ownAnswer:)``).
     public let sha256: [UInt8]?
+
+    public init(transactionID: String, account: String, location: Location, sha256: [UInt8]?) {
+        self.transactionID = transactionID
+        self.account = account
+        self.location = location
+        self.sha256 = sha256
+    }
 }
 
 extension Store {
@@ -45,7 +52,12 @@ extension Store {
                        [.text(job.transactionID), .integer(job.seq)])
         try db.execute("DELETE FROM receipt_digests WHERE transaction_id = ? AND applied = 1 AND job_uuid != ?",
                        [.text(job.transactionID), .text(job.uuid)])
-        try db.execute("UPDATE receipt_digests SET applied = 1 WHERE job_uuid = ?", [.text(job.uuid)])
+        // What the backend has is what was sent: the legible copy, when one was.
+        try db.execute("""
+            UPDATE receipt_digests SET applied = 1,
+                sha256 = COALESCE((SELECT sha256 FROM receipt_copies WHERE job_uuid = ?1 AND file IS NOT NULL), sha256)
+            WHERE job_uuid = ?1
+            """, [.text(job.uuid)])
     }
 
     /// Where the receipt of the expense `ref` names is: the newest upload

@@ -238,6 +238,7 @@ enum Schema {
                 file TEXT NOT NULL,
                 kind TEXT NOT NULL,
                 size INTEGER NOT NULL,
+                sha256 BLOB,
                 taken_at INTEGER NOT NULL
             );
             CREATE INDEX receipt_originals_by_expense ON receipt_originals (transaction_id);
