@@ -119,6 +119,7 @@ import Testing
         ("PNM: plain (ASCII) graymap", Array("P2\n2 2\n255\n0 0 0 0\n".utf8), "is a plain (ASCII) PNM image"),
         ("PNM: bytes after its raster", Array("P5\n2 1\n255\n".utf8) + [1, 2, 3], "is a damaged PNM image: bytes follow its raster"),
         ("PNM: 0 pixels wide", Array("P6 0 5 255\n".utf8), "is a damaged PNM image: it is 0 pixels wide"),
+        ("PNM: a size past 64 bits", Array("P6 4294967296 4294967296 65535\n".utf8), "is a damaged PNM image: 4294967296 × 4294967296 is too large"),
         ("PNM: a letter in its header", Array("P5\n2 x\n".utf8), "is a damaged PNM image: its header holds 'x'"),
         ("BMP: pixels past its size", Array("BM".utf8) + [40, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0], "is a damaged BMP file"),
         ("TIFF: a wrong byte order mark", Array("IM*\0".utf8) + [8, 0, 0, 0], "is not a JPEG, PNG, PDF, HEIF"),

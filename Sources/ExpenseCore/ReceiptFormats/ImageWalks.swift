@@ -224,11 +224,11 @@ struct PNMWalk: Sendable {
         let maxValue = variant == 4 ? 1 : numbers[2]
         guard maxValue >= 1, maxValue <= 65535 else { failure = "is a damaged PNM image: its largest value is \(maxValue)"; return }
         let sampleBytes: UInt64 = maxValue > 255 ? 2 : 1
-        switch variant {
-        case 4: raster = (width + 7) / 8 * height
-        case 5: raster = width * height * sampleBytes
-        default: raster = width * height * 3 * sampleBytes
-        }
+        // Each number is at most 2³²: their product may not fit 64 bits.
+        let row = variant == 4 ? (width + 7) / 8 : width * (variant == 5 ? 1 : 3) * sampleBytes
+        let (total, overflow) = row.multipliedReportingOverflow(by: height)
+        guard !overflow else { failure = "is a damaged PNM image: \(width) × \(height) is too large"; return }
+        raster = total
     }
 }
 
