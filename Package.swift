@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "ReceiptCopy", dependencies: ["ExpenseCore", "Posix"]),
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         // The sandboxed child that reads one untrusted receipt and writes its legible copy.
-        .executableTarget(name: "expensed-decode", dependencies: ["CDecoder", "ReceiptCopy", "Posix"]),
+        .executableTarget(name: "expensed-decode", dependencies: ["CDecoder", "ReceiptCopy", "ExpenseCore", "Posix"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).

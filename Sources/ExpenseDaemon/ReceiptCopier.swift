@@ -4,6 +4,7 @@ import ExpenseCore
 import OutboxStore
 import Posix
 import ReceiptCopy
+import Synchronization
 
 /// Makes the one legible copy of each receipt that a backend is sent
 /// (docs/receipts.md), after the upload was acknowledged and before it is
@@ -19,6 +20,8 @@ final class ReceiptCopier: Sendable {
     private let logger: Logger
     private let recorded: @Sendable () -> Void
     private let work = BlockingExecutor(label: "receipt-copy", width: 1)
+    private let stopping: DecoderStop?
+    private let stopped = Atomic<Bool>(false)
     private let pokes: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
@@ -29,6 +32,7 @@ final class ReceiptCopier: Sendable {
         self.decoder = decoder
         self.logger = logger
         self.recorded = recorded
+        stopping = try? DecoderStop()
         (pokes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -36,7 +40,13 @@ final class ReceiptCopier: Sendable {
     /// retry, a timer tick. Pokes while a round runs collapse into one more.
     func poke() { continuation.yield(()) }
 
-    func stop() { continuation.finish() }
+    /// Ends ``run()`` promptly: a decoder in flight is killed, and its
+    /// upload stays waiting for its copy (made at the next start).
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        stopping?.stop()
+        continuation.finish()
+    }
 
     func run() async {
         poke()
@@ -51,7 +61,10 @@ final class ReceiptCopier: Sendable {
                 return
             }
             if batch.isEmpty { return }
-            for pending in batch { await copy(pending) }
+            for pending in batch {
+                if stopped.load(ordering: .relaxed) { return }
+                await copy(pending)
+            }
         }
     }
 
@@ -63,10 +76,10 @@ final class ReceiptCopier: Sendable {
         } else {
             logger.debug("Making the copy of receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID,
                          account: pending.account)
-            made = (try? await work.run { [decoder, store] () -> Result<MadeCopy, CopyFailure> in
+            made = (try? await work.run { [decoder, store, stopping] () -> Result<MadeCopy, CopyFailure> in
                 do {
                     let original = try FileDescriptor.open(path, [.readOnly, .noFollow])
-                    switch try decoder.copy(of: original) {
+                    switch try decoder.copy(of: original, stopping: stopping) {
                     case .original:
                         return .success(.original)
                     case .copy(let kind, let bytes, _, _, _):
@@ -94,6 +107,8 @@ final class ReceiptCopier: Sendable {
                         try? store.receipts.remove(name)
                     }
                 }
+            case .failure(let failure) where failure == .stopped:
+                return
             case .failure(let failure):
                 logger.warning("Receipt '\(pending.fileName)' cannot be read: \(failure.reason); its upload needs attention",
                                transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)

@@ -57,5 +57,8 @@ public struct CopySettings: Sendable, Equatable {
 public struct CopyFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public let reason: String
     public init(_ reason: String) { self.reason = reason }
+
+    /// The daemon is stopping: not the receipt's fault, nothing recorded.
+    public static let stopped = CopyFailure("the decoder was stopped with the daemon")
     public var description: String { reason }
 }

@@ -12,6 +12,20 @@ public enum CopyResult: Sendable, Equatable {
     case copy(kind: ReceiptKind, bytes: [UInt8], width: Int, height: Int, pages: Int)
 }
 
+/// Stops decoders in flight: ``ReceiptDecoder/copy(of:stopping:)`` waits on
+/// its pipe besides the child's, so that a daemon stopping does not wait
+/// for a decoder's deadline.
+public final class DecoderStop: Sendable {
+    private let pipe: (read: FileDescriptor, write: FileDescriptor)
+
+    public init() throws(SystemCallError) { pipe = try FileDescriptor.pipe() }
+
+    /// Every decoder running, and every one started from now on, is stopped.
+    public func stop() { _ = try? pipe.write.writeSome([1]) }
+
+    var descriptor: FileDescriptor { pipe.read }
+}
+
 /// Runs `expensed-decode` on one receipt: the untrusted bytes are read by
 /// that child, in its sandbox, and only its answer comes back over a pipe
 /// (docs/receipts.md, "The sandbox"). A child that crashes, hangs, runs
@@ -48,7 +62,7 @@ public struct ReceiptDecoder: Sendable {
     }
 
     /// Decodes the receipt `original` (open for reading). Blocking: up to the deadline.
-    public func copy(of original: FileDescriptor) throws(CopyFailure) -> CopyResult {
+    public func copy(of original: FileDescriptor, stopping: DecoderStop? = nil) throws(CopyFailure) -> CopyResult {
         let outputRead: FileDescriptor, errorsRead: FileDescriptor
         let child: Subprocess
         do {
@@ -62,10 +76,12 @@ public struct ReceiptDecoder: Sendable {
         } catch {
             throw CopyFailure("the decoder could not be started: \(error)")
         }
-        let (bytes, messages, overdue) = Self.collect(output: outputRead, errors: errorsRead, deadline: settings.deadlineMilliseconds)
-        if overdue { child.signal(SIGKILL) }
+        let (bytes, messages, overdue, stopped) = Self.collect(output: outputRead, errors: errorsRead, stop: stopping?.descriptor,
+                                                               deadline: settings.deadlineMilliseconds)
+        if overdue || stopped { child.signal(SIGKILL) }
         let ended = child.wait() ?? .signaled(SIGKILL)
         let said = String(decoding: messages, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        if stopped { throw CopyFailure.stopped }
         if overdue {
             throw CopyFailure("the decoder took longer than \(settings.deadlineMilliseconds / 1000) s (receipt_decode_timeout) and was stopped")
         }
@@ -104,31 +120,32 @@ public struct ReceiptDecoder: Sendable {
     /// Reads both pipes to their end, or until the deadline: the bytes of
     /// the answer, what was said on standard error (its last 4 KiB), and
     /// whether the deadline passed first.
-    static func collect(output: FileDescriptor, errors: FileDescriptor, deadline milliseconds: Int64)
-        -> (bytes: [UInt8], messages: [UInt8], overdue: Bool) {
+    static func collect(output: FileDescriptor, errors: FileDescriptor, stop: FileDescriptor?, deadline milliseconds: Int64)
+        -> (bytes: [UInt8], messages: [UInt8], overdue: Bool, stopped: Bool) {
         let end = Self.now + milliseconds
         var bytes: [UInt8] = [], messages: [UInt8] = []
         var open = [true, true]
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while open.contains(true) {
             let left = end - Self.now
-            if left <= 0 { return (bytes, messages, true) }
+            if left <= 0 { return (bytes, messages, true, false) }
             let pipes = [output, errors].enumerated().filter { open[$0.offset] }
-            let ready = FileDescriptor.readable(pipes.map(\.element), milliseconds: Int32(clamping: left))
+            let ready = FileDescriptor.readable(pipes.map(\.element) + (stop.map { [$0] } ?? []), milliseconds: Int32(clamping: left))
+            if stop != nil && ready.last == true { return (bytes, messages, false, true) }
             for ((index, pipe), isReady) in zip(pipes, ready) where isReady {
                 let n = (try? buffer.withUnsafeMutableBytes { raw throws(SystemCallError) in try pipe.read(into: raw) }) ?? 0
                 if n == 0 {
                     open[index] = false
                 } else if index == 0 {
                     bytes += buffer[0..<n]
-                    if bytes.count > maxOutputBytes { return (bytes, messages, true) }
+                    if bytes.count > maxOutputBytes { return (bytes, messages, true, false) }
                 } else {
                     messages += buffer[0..<n]
                     if messages.count > 4096 { messages.removeFirst(messages.count - 4096) }
                 }
             }
         }
-        return (bytes, messages, false)
+        return (bytes, messages, false, false)
     }
 
     private static var now: Int64 { Int64(Clock.monotonicNanoseconds / 1_000_000) }
