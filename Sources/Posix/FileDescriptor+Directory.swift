@@ -60,18 +60,7 @@ extension FileDescriptor {
             throw SystemCallError(call: "fdopendir", errno: code)
         }
         defer { Glibc.closedir(dir) }
-        var names: [FileName] = []
-        while true {
-            errno = 0
-            guard let entry = Glibc.readdir(dir) else {
-                if errno != 0 { throw SystemCallError(call: "readdir", errno: errno) }
-                return names
-            }
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
-                Array(raw.bindMemory(to: UInt8.self).prefix(while: { $0 != 0 }))
-            }
-            if let name = FileName(bytes: bytes) { names.append(name) }
-        }
+        return try FileSystem.names(in: dir, subject: nil)
     }
 }
 

@@ -125,17 +125,24 @@ public enum FileSystem {
             throw SystemCallError(call: "opendir", errno: errno, subject: directory)
         }
         defer { Glibc.closedir(dir) }
+        return try names(in: dir, subject: directory)
+    }
+
+    /// Every name `readdir(3)` gives for `dir` but "." and "..".
+    static func names(in dir: OpaquePointer, subject: String?) throws(SystemCallError) -> [FileName] {
         var names: [FileName] = []
         while true {
             errno = 0
             guard let entry = Glibc.readdir(dir) else {
-                if errno != 0 { throw SystemCallError(call: "readdir", errno: errno, subject: directory) }
+                if errno != 0 { throw SystemCallError(call: "readdir", errno: errno, subject: subject) }
                 return names
             }
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
-                let all = raw.bindMemory(to: UInt8.self)
-                return Array(all.prefix(while: { $0 != 0 }))
-            }
+            // The name is read through the entry's pointer up to its NUL:
+            // copying the whole `d_name` array would read 256 bytes, past
+            // the end of a short entry at the end of readdir's buffer.
+            let name = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let length = Glibc.strlen(name.assumingMemoryBound(to: CChar.self))
+            let bytes = Array(UnsafeRawBufferPointer(start: name, count: length))
             if let name = FileName(bytes: bytes) { names.append(name) }
         }
     }

@@ -25,6 +25,23 @@ import Testing
         try FileSystem.makeDirectories(path)
     }
 
+    /// Names of every length up to NAME_MAX, enough of them to fill
+    /// readdir's buffer many times over, come back whole and only once.
+    @Test func contents_listsEveryNameOfEveryLength() throws {
+        var made: Set<String> = []
+        for n in 0..<1200 {
+            let tag = "\(n)-"
+            let name = tag + String(repeating: "n", count: max(0, (n * 7) % 256 - tag.count))
+            SampleReceipt.write([], to: temporary.at(name))
+            made.insert(name)
+        }
+        let listed = try FileSystem.contents(of: temporary.path).compactMap(\.string)
+        #expect(listed.count == made.count)
+        #expect(Set(listed) == made)
+        let throughDescriptor = try FileDescriptor.open(temporary.path, [.readOnly, .directory]).entries().compactMap(\.string)
+        #expect(Set(throughDescriptor) == made && throughDescriptor.count == made.count)
+    }
+
     @Test(arguments: [("/a/b", "/a"), ("/a", "/"), ("a", "."), ("a/b/", "a"), ("/a/b//", "/a"), ("/", "/")])
     func parent_isTheDirectoryAPathIsIn(_ path: String, parent: String) {
         #expect(FileSystem.parent(of: path) == parent)
