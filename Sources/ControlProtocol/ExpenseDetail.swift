@@ -7,6 +7,38 @@ public struct ExpenseDetail: ControlResult, Equatable {
     /// The server's creation time, once synced.
     public var createdAt: String?
     public var jobs: [Job]
+    /// The bytes as received of a receipt sent as a legible copy (`show`
+    /// only; nil for a receipt that went as it is, or none).
+    public var original: Original?
+
+    /// The original kept of a receipt sent as a copy (docs/receipts.md).
+    public struct Original: Sendable, Equatable {
+        public var kind: ReceiptKind
+        public var size: Int64
+        /// Hex SHA-256 of the bytes as received.
+        public var sha256: String?
+        public var receivedMilliseconds: Int64
+        /// When it was removed as `receipt_original_retention` says; nil while kept.
+        public var removedMilliseconds: Int64?
+
+        public init(kind: ReceiptKind, size: Int64, sha256: String?, receivedMilliseconds: Int64, removedMilliseconds: Int64?) {
+            self.kind = kind
+            self.size = size
+            self.sha256 = sha256
+            self.receivedMilliseconds = receivedMilliseconds
+            self.removedMilliseconds = removedMilliseconds
+        }
+
+        var json: JSONValue {
+            .object(["kind": .string(kind.rawValue), "size": .integer(size), "sha256": .string(sha256),
+                     "received_at": timestampJSON(receivedMilliseconds), "removed_at": timestampJSON(removedMilliseconds)])
+        }
+
+        init(_ m: Members) throws(ControlDecodingError) {
+            self.init(kind: try m.choice("kind", ReceiptKind.self), size: try m.integer("size"), sha256: try m.nullableString("sha256"),
+                      receivedMilliseconds: try m.timestamp("received_at"), removedMilliseconds: try m.nullableTimestamp("removed_at"))
+        }
+    }
 
     /// A pending job, as `show` lists it.
     public struct Job: Sendable, Equatable {
@@ -75,10 +107,11 @@ public struct ExpenseDetail: ControlResult, Equatable {
         }
     }
 
-    public init(summary: ExpenseSummary, createdAt: String?, jobs: [Job]) {
+    public init(summary: ExpenseSummary, createdAt: String?, jobs: [Job], original: Original? = nil) {
         self.summary = summary
         self.createdAt = createdAt
         self.jobs = jobs
+        self.original = original
     }
 
     public init(_ view: ExpenseView) {
@@ -90,6 +123,7 @@ public struct ExpenseDetail: ControlResult, Equatable {
         var object = summary.members
         object["created_at"] = .string(createdAt)
         object["jobs"] = .array(jobs.map(\.json))
+        if let original { object["original"] = original.json }
         return .object(object)
     }
 
@@ -97,6 +131,8 @@ public struct ExpenseDetail: ControlResult, Equatable {
         let m = try Members(json, path: "result")
         var jobs: [Job] = []
         for (item, path) in try m.array("jobs") { jobs.append(try Job(try Members(item, path: path))) }
-        self.init(summary: try ExpenseSummary(m), createdAt: try m.nullableString("created_at"), jobs: jobs)
+        let original: Original?
+        if let value = m.value("original"), value != .null { original = try Original(try m.object("original")) } else { original = nil }
+        self.init(summary: try ExpenseSummary(m), createdAt: try m.nullableString("created_at"), jobs: jobs, original: original)
     }
 }

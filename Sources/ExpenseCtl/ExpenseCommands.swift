@@ -54,6 +54,12 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
         Output.out(Output.text(result.transactionID))
         if result.duplicate {
             Output.error("expensectl: this client id was added before (\(Output.text(result.state.rawValue))); the fields given now were not used")
+        } else if result.state == .needsAttention {
+            let id = Output.text(result.transactionID)
+            Output.error("""
+                expensectl: \(id) is held: its receipt is the same as another expense's ('expensectl show \(id)' says which); \
+                'expensectl retry \(id)' sends it anyway, 'expensectl discard \(id)' drops it
+                """)
         }
     }
     return .success
@@ -214,6 +220,11 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         ("Version", expense.version.map(String.init) ?? "-"),
         ("Source", sourceText(expense.source)),
     ]
+    if let original = result.original {
+        let when = original.removedMilliseconds.map { "removed \(Timestamp.format(milliseconds: $0)) (receipt_original_retention)" }
+            ?? "kept ('expensectl receipt \(expense.transactionID) --original')"
+        lines.append(("Original", "\(original.kind.rawValue.uppercased()), \(original.size) bytes, received \(Timestamp.format(milliseconds: original.receivedMilliseconds)); \(when)"))
+    }
     if !expense.pendingFields.isEmpty { lines.append(("Pending fields", expense.pendingFields.joined(separator: ", "))) }
     if expense.conflict {
         for (field, values) in expense.conflicts.sorted(by: { $0.key < $1.key }) {

@@ -26,6 +26,9 @@ public struct Configuration: Sendable, Equatable {
     public var receiptDecodeTimeoutMilliseconds: Int64 = 120_000
     /// The sandboxed decoder; nil: `expensed-decode` beside `expensed`.
     public var receiptDecoder: String?
+    /// How long the original of a receipt sent as a copy is kept after it
+    /// was received: nil forever, 0 not once the copy is sent.
+    public var receiptOriginalRetentionMilliseconds: Int64?
     public var controlMaxConnections = 64
     public var controlIdleTimeoutMilliseconds: Int64 = 30_000
     public var controlLineMaxBytes = 1024 * 1024
@@ -79,6 +82,17 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "receipt_max_edge", flag: "--receipt-max-edge", valueName: "PIXELS", help: "longest edge of the legible copy a backend is sent (default 2500)") { c, v throws(ConfigurationError) in c.receiptMaxEdge = try count(v, 256...20_000) },
         Key(name: "receipt_max_pixels", flag: "--receipt-max-pixels", valueName: "N", help: "refuse a receipt whose header claims more pixels, before decoding (default 100000000)") { c, v throws(ConfigurationError) in c.receiptMaxPixels = try count(v, 1_000...1_000_000_000) },
         Key(name: "receipt_decode_timeout", flag: "--receipt-decode-timeout", valueName: "DURATION", help: "time the sandboxed decoder is given for one receipt (default 2m)") { c, v throws(ConfigurationError) in c.receiptDecodeTimeoutMilliseconds = try duration(v, 1_000...hour) },
+        Key(name: "receipt_original_retention", flag: "--receipt-original-retention", valueName: "DURATION|forever|no", help: "how long the original of a receipt sent as a legible copy is kept (default forever)") { c, v throws(ConfigurationError) in
+            switch v {
+            case "forever": c.receiptOriginalRetentionMilliseconds = nil
+            case "no": c.receiptOriginalRetentionMilliseconds = 0
+            default:
+                guard let value = DurationText.milliseconds(v) else {
+                    throw ConfigurationError("must be forever, no, or a duration up to 365d, like 30d or 12h")
+                }
+                c.receiptOriginalRetentionMilliseconds = value
+            }
+        },
         Key(name: "receipt_decoder", flag: "--receipt-decoder", valueName: "FILE", help: "the sandboxed receipt decoder (default: expensed-decode beside expensed)") { c, v throws(ConfigurationError) in c.receiptDecoder = try path(v) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
         Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, 100...day) },

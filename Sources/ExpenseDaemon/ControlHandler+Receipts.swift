@@ -52,6 +52,9 @@ extension ControlHandler {
     func originalReceipt(ref: String, in scope: AccountScope) async throws -> (ReceiptResult, FileDescriptor) {
         let source = try await store.receiptSource(ref: ref, in: scope)
         guard let kept = try await store.originals(of: source.transactionID).first else { return try await receipt(ref: ref, in: scope) }
+        if let removed = kept.removedAt {
+            throw ControlFailure(.noReceipt, "the original of the receipt of \(source.transactionID) was removed on \(Timestamp.format(milliseconds: removed)), as receipt_original_retention says; 'expensectl receipt \(source.transactionID)' writes the legible copy the backend has")
+        }
         let recorded = ReceiptSource(transactionID: source.transactionID, account: source.account, location: source.location, sha256: kept.sha256)
         do {
             return try await localCopy(store.receipts.filePath(kept.fileName), kind: kept.kind, recorded, from: .original)

@@ -1,6 +1,7 @@
 import ControlProtocol
 import ControlSocket
 import DaemonSupport
+import Digest
 import ExpenseCore
 import OutboxStore
 import Posix
@@ -182,7 +183,13 @@ final class ControlHandler: Sendable {
             return ExpenseList(expenses: page.views.map(ExpenseSummary.init), hasMore: page.hasMore, totals: page.totals,
                                withoutAmount: page.withoutAmount)
         case .show(let ref):
-            return ExpenseDetail(try await store.view(ref: ref, in: scope))
+            let view = try await store.view(ref: ref, in: scope)
+            var detail = ExpenseDetail(view)
+            detail.original = try await store.originals(of: view.transactionID).first.map {
+                ExpenseDetail.Original(kind: $0.kind, size: $0.size, sha256: $0.sha256.map(Hex.encode), receivedMilliseconds: $0.receivedAt,
+                                       removedMilliseconds: $0.removedAt)
+            }
+            return detail
         case .retry(let ref):
             let view = try await store.retry(ref: ref, in: scope)
             logger.notice("Retry requested", transactionID: view.transactionID)
@@ -209,6 +216,9 @@ final class ControlHandler: Sendable {
             if let receipt = incoming.receipt {
                 view = try await store.attachReceipt(ref: ref, try await stage(receipt), fields: fields, now: Clock.wallMilliseconds, in: scope)
                 logger.info("Receipt attached\(fields.isEmpty ? "" : "; edited " + fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
+                if let held = view.jobs.last(where: { $0.lastErrorClass == Store.sameReceiptClass })?.lastError {
+                    logger.warning("Expense is held: \(held)", transactionID: view.transactionID)
+                }
             } else {
                 view = try await store.edit(ref: ref, fields: fields, now: Clock.wallMilliseconds, in: scope)
                 logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
@@ -251,6 +261,9 @@ final class ControlHandler: Sendable {
             let source = receiptPath.map { SourceRecord.file(path: $0).shown }
             logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")\(source.map { " '\($0.name)'" } ?? "")", transactionID: result.transactionID,
                         jobUUID: result.clientID, account: account, source: source?.compact, messageID: .expenseQueued)
+            if let held = result.held {
+                logger.warning("Expense is held: \(held)", transactionID: result.transactionID, account: account)
+            }
             publisher.markChanged()
             wakeDrainer()
         }

@@ -116,11 +116,12 @@ public enum Daemon {
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
         let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
         store.changes.connect(server)
+        let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.map { record in
                 let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
                 return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, tokens: tokens, logger: logger,
-                               onChange: { publisher.markChanged() })
+                               onChange: { publisher.markChanged(); retention?.poke() })
             }
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
@@ -147,6 +148,7 @@ public enum Daemon {
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
             services.addTask { await copier.run() }
+            if let retention { services.addTask { await retention.run() } }
             if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
             if let usec = ServiceManager.watchdogMicroseconds() {
@@ -172,6 +174,7 @@ public enum Daemon {
             await handling.value
             drainer?.shutdown()
             copier.stop()
+            retention?.stop()
             services.cancelAll()
         }
         withExtendedLifetime(lock) {}

@@ -29,7 +29,7 @@ extension Store {
                 return try db.query("""
                     SELECT receipt_file FROM jobs WHERE receipt_file IS NOT NULL
                     UNION SELECT file FROM receipt_copies WHERE file IS NOT NULL
-                    UNION SELECT file FROM receipt_originals
+                    UNION SELECT file FROM receipt_originals WHERE removed_at IS NULL
                     """) { $0.string(0) }
             }
         }

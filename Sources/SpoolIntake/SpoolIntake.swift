@@ -273,6 +273,9 @@ final class SpoolIntake: Sendable {
         let what = files.map { "'\($0.name.displayName)'" }.joined(separator: " and ")
         logger.info("Queued expense from spool file \(what)", transactionID: queued.transactionID, jobUUID: queued.clientID, account: account,
                     source: source.shown.compact, messageID: .expenseQueued)
+        if let held = queued.held {
+            logger.warning("Expense from spool file \(what) is held: \(held)", transactionID: queued.transactionID, account: account)
+        }
         onChange()
         onQueued()
         kept = await remove(records, transactionID: queued.transactionID).map { index in files[index] }

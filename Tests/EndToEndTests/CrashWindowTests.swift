@@ -13,9 +13,11 @@ import Testing
 @Suite(.serialized) struct CrashWindowTests {
     /// Adds one expense with a receipt, without waiting for the answer (the
     /// daemon may die before giving it).
-    static func addWithReceipt(_ daemon: DaemonHarness, clientID: String) throws -> String {
+    /// `bytes`: the receipt's (one of its own for each expense of a test:
+    /// the same bytes twice would be held as the same receipt).
+    static func addWithReceipt(_ daemon: DaemonHarness, clientID: String, bytes: [UInt8] = receipt) throws -> String {
         let file = daemon.directory.at("receipt.jpg")
-        SampleReceipt.write(SampleReceipt.jpeg(size: 9000, seed: 3), to: file)
+        SampleReceipt.write(bytes, to: file)
         let client = try RawClient(path: daemon.socketPath, timeout: 10)
         try client.send(SyncTests.addLine(1, clientID: clientID, receipt: true), passingFileAt: file)
         _ = try? client.readLine()
@@ -52,6 +54,8 @@ import Testing
     }
 
     static var receipt: [UInt8] { SampleReceipt.jpeg(size: 9000, seed: 3) }
+    /// The receipt of the `n`th expense of a batch.
+    static func receipt(_ n: Int) -> [UInt8] { SampleReceipt.jpeg(size: 9000 + n, seed: 3) }
 
     @Test func receiptStagedJobNotCommitted_leavesNoFileAndTheRetriedAddIsOne() throws {
         let sync = try SyncHarness()
@@ -133,7 +137,7 @@ import Testing
         let sync = try SyncHarness(daemonArguments: ["--concurrency", "4"], startServer: false)
         var ids: [String] = []
         try Self.crash(sync, at: fault) { sync in
-            for _ in 0..<8 { ids.append(try Self.addWithReceipt(sync.daemon, clientID: ClientID.make())) }
+            for n in 0..<8 { ids.append(try Self.addWithReceipt(sync.daemon, clientID: ClientID.make(), bytes: Self.receipt(n))) }
             try sync.startServer()
             _ = try sync.daemon.request(["op": "sync"])
         }
@@ -149,9 +153,9 @@ import Testing
         #expect(rows.cache == ids.sorted(), "each exactly once in the cache")
         #expect(rows.jobs == 0)
         try sync.daemon.waitUntilNoReceiptFiles()
-        for id in ids {
+        for (n, id) in ids.enumerated() {
             let url = try sync.daemon.ctlJSON(["show", id])["receipt_url"]?.stringValue ?? ""
-            #expect(SHA256.hash(try sync.serverRequest("GET", url).body) == SHA256.hash(Self.receipt), "\(id): the receipt is whole")
+            #expect(SHA256.hash(try sync.serverRequest("GET", url).body) == SHA256.hash(Self.receipt(n)), "\(id): the receipt is whole")
         }
     }
 

@@ -83,6 +83,8 @@ import Testing
             try SpoolDrop.byRename(bytes, as: FileName("spool-\(name)")!, in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
         }
         try waitUntil(timeout: 60, "the spool to be taken") { try daemon.spoolEntries().isEmpty }
+        let held = try daemon.retrySameReceipts()
+        #expect(held == files.count, "each spool file is a receipt added before, held until sent anyway: \(held) of \(files.count)")
         try sync.waitUntilDrained()
         #expect(try daemon.rejectedEntries().isEmpty)
         let expenses = try daemon.list()
@@ -120,6 +122,7 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         try SpoolDrop.byRename(Self.jpeg, as: FileName("scan.png")!, in: sync.daemon.spoolDirectory, staging: sync.daemon.directory.at("staging"))
         try waitUntil(timeout: 30, "the spool to be taken") { try sync.daemon.spoolEntries().isEmpty }
+        #expect(try sync.daemon.retrySameReceipts() == 1, "the same bytes, held until sent anyway")
         try sync.waitUntilDrained()
         #expect(try sync.daemon.rejectedEntries().isEmpty)
         let expenses = try sync.daemon.list()

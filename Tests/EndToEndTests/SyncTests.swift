@@ -127,9 +127,8 @@ import Testing
     @Test func replay_sendingTheSameBatchTwiceLeavesTheServerIdentical() throws {
         let sync = try SyncHarness(startServer: false)
         try sync.daemon.start()
-        let receipt = sync.daemon.directory.at("r.png")
-        SampleReceipt.write(SampleReceipt.png(size: 5000), to: receipt)
-        _ = try Self.add(30, to: sync.daemon) { $0 % 3 == 0 ? receipt : receipt }
+        let receipts = SampleReceipt.distinctFiles(30, in: sync.daemon.directory, extension: "png") { SampleReceipt.png(size: 5000 + $0) }
+        _ = try Self.add(30, to: sync.daemon) { receipts[$0] }
         #expect(sync.daemon.stop() == 0)
         let copy = sync.daemon.directory.at("state-copy")
         try FileManager.default.copyItem(atPath: sync.daemon.stateDirectory, toPath: copy)
@@ -327,9 +326,8 @@ import Testing
         let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--request-timeout", "60s", "--drain-interval", "1h",
                                                          "--server", "none"])
         defer { daemon.stop() }
-        let receipt = daemon.directory.at("r.jpg")
-        SampleReceipt.write(SampleReceipt.jpeg(), to: receipt)
-        let ids = try Self.add(5, to: daemon) { _ in receipt }
+        let receipts = SampleReceipt.distinctFiles(5, in: daemon.directory)
+        let ids = try Self.add(5, to: daemon) { receipts[$0] }
         #expect(daemon.receiptFiles().count == 5)
         // Queued while no server was configured: now one pass claims them all.
         #expect(daemon.stop() == 0)

@@ -36,7 +36,7 @@ import Testing
             "backoff_cap": ["0", "2d"], "max_attempts": ["0", "1001"], "concurrency": ["0", "65"], "refresh_interval": ["999ms", "8d"],
             "connect_timeout": ["99ms", "11m"], "request_timeout": ["999ms", "2d"], "spool_settle": ["2h"], "spool_max_bytes": ["0", "5G"],
             "spool_sidecar_window": ["8d"], "receipt_max_edge": ["255", "20001"], "receipt_max_pixels": ["999", "1000000001"],
-            "receipt_decode_timeout": ["999ms", "2h"],
+            "receipt_decode_timeout": ["999ms", "2h"], "receipt_original_retention": ["366d", "Forever", "NO", "never", "30 d"],
         ]
         #expect(Set(outOfRange.keys).isSubset(of: Set(Configuration.keys.map(\.name))))
         for (key, values) in outOfRange.sorted(by: { $0.key < $1.key }) {
@@ -52,6 +52,20 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test func receiptOriginalRetention_isForeverNoOrADuration() throws {
+        func parsed(_ value: String) throws -> Int64? {
+            var configuration = Configuration()
+            try configuration.apply(fileText: "receipt_original_retention = \(value)\n", path: "x.conf")
+            return configuration.receiptOriginalRetentionMilliseconds
+        }
+        #expect(Configuration().receiptOriginalRetentionMilliseconds == nil, "kept forever unless told")
+        #expect(try parsed("forever") == nil)
+        #expect(try parsed("no") == 0)
+        #expect(try parsed("0") == 0)
+        #expect(try parsed("30d") == 30 * 86_400_000)
+        #expect(try parsed("12h") == 12 * 3_600_000)
     }
 
     @Test func backoffBaseLongerThanTheCap_isRefused() throws {

@@ -125,6 +125,23 @@ public final class DaemonHarness: @unchecked Sendable {
     }
 
     /// The expenses `list` shows.
+    /// `retry` for every expense held as the same receipt as another's
+    /// (docs/receipts.md): what a person does who meant both.
+    /// - Returns: how many were held.
+    @discardableResult
+    public func retrySameReceipts() throws -> Int {
+        var held = 0
+        for expense in try list() where expense["state"] == "needs_attention" {
+            guard let id = expense["transaction_id"]?.stringValue,
+                  try ctlJSON(["show", id])["jobs"]?.arrayValue?.contains(where: { $0["last_error_class"] == "same_receipt" }) == true
+            else { continue }
+            let retried = try ctl(["retry", id])
+            guard retried.status == 0 else { throw TestFailure("retry \(id) exited \(retried.status): \(retried.stderr)") }
+            held += 1
+        }
+        return held
+    }
+
     public func list() throws -> [JSONValue] {
         let response = try request(["op": "list"])
         guard let expenses = response["result"]?["expenses"]?.arrayValue else {
@@ -249,6 +266,19 @@ public enum SampleReceipt {
 
     public static func pdf(size: Int = 2048) -> [UInt8] {
         ReceiptBytes.make(.pdf, size: size) { _ in 0x20 }
+    }
+
+    /// `count` receipt files in `directory`, each of bytes of its own (by
+    /// default JPEGs of growing size): one for each expense, as the same
+    /// bytes twice would be held as the same receipt (docs/receipts.md).
+    /// - Returns: their paths, by index.
+    public static func distinctFiles(_ count: Int, in directory: TemporaryDirectory, extension ext: String = "jpg",
+                                     _ bytes: (Int) -> [UInt8] = { jpeg(size: 2048 + $0) }) -> [String] {
+        (0..<count).map { n in
+            let path = directory.at("receipt-\(n).\(ext)")
+            write(bytes(n), to: path)
+            return path
+        }
     }
 
     /// Writes `bytes` to `path`.

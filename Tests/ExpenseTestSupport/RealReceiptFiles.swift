@@ -93,7 +93,7 @@ public enum RealReceiptFiles {
         try Self.run(Self.convert, [directory.at("scan.png"), directory.at("phone.jpg"), directory.at("scan.png"), "-compress", "Zip",
                                     directory.at("pages.tif")])
         try Self.run(Self.convert, [directory.at("scan.png"), "-threshold", "60%", directory.at("scan.pbm")])
-        try Self.run(Self.convert, [directory.at("scan.png"), directory.at("scan.pgm")])
+        try Self.run(Self.convert, [directory.at("scan.png"), "-depth", "8", directory.at("scan.pgm")])
         try Self.run(Self.convert, [directory.at("scan.png"), "-depth", "16", directory.at("scan16.pgm")])
         try Self.run(Self.convert, [directory.at("phone.jpg"), directory.at("phone.ppm")])
         try Self.run(Self.convert, [directory.at("phone.jpg"), "-resize", "50%", directory.at("phone.bmp")])

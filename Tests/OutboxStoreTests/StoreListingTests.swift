@@ -325,6 +325,7 @@ import Testing
         try db.execute("DROP TRIGGER receipt_copies_job_gone")
         try db.execute("DROP TABLE receipt_copies")
         try db.execute("DROP TABLE receipt_originals")
+        try db.execute("DROP TABLE received_receipts")
         try db.execute("DELETE FROM schema_migrations WHERE version >= 4")
         #expect(try db.schemaVersion() == 3)
         let store = try Store(stateDirectory: state)

@@ -22,6 +22,9 @@ public enum AttentionHint {
             return "The server kept failing (see the last error); once it works again 'expensectl retry \(id)' sends it again, or \(discard)."
         case "waiting":
             return "The server never had the expense this receipt belongs to; 'expensectl retry \(id)' tries again, or \(discard)."
+        case "same_receipt":
+            return "Another expense of this account has the same receipt (see the last error); if this one is an expense of its own, "
+                + "'expensectl retry \(id)' sends it anyway; otherwise \(discard)."
         case "local":
             return "The receipt's copy in the state directory cannot be read; 'expensectl retry \(id)' once it can, or \(discard)."
         default:

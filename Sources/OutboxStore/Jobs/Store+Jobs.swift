@@ -8,8 +8,12 @@ public struct EnqueueResult: Sendable, Equatable {
     /// False when the client id was already known: the add was a retry.
     public let isNew: Bool
     public let hasReceipt: Bool
-    /// `queued` for a new add; for a retried one, where that expense is now.
+    /// `queued` for a new add (`needs_attention` when held); for a
+    /// retried one, where that expense is now.
     public var state: ExpenseView.State = .queued
+    /// Why a new expense is held: its receipt is another expense's
+    /// (docs/receipts.md, "The same receipt twice").
+    public var held: String? = nil
 }
 
 extension Store {
@@ -58,16 +62,18 @@ extension Store {
                 let state = try Store.view(db, transactionID: transactionID)?.state ?? .synced
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0, state: state)
             }
-            try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
+            let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
+                                              now: now, account: account)
             if let receiptPath, receipt != nil {
                 try Store.insertSource(db, transactionID: transactionID, .file(path: receiptPath), account: account, now: now)
             }
-            return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
+            return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil,
+                                 state: held == nil ? .queued : .needsAttention, held: held)
         }, completion: { [self] result in
             // A receipt copy that did not become (or was already) a job goes.
             if let receipt, (try? result.get())?.isNew != true { try? receipts.remove(receipt.fileName) }
-            if (try? result.get())?.isNew == true {
-                emit { [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: "queued")] }
+            if let added = try? result.get(), added.isNew {
+                emit { [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: added.state.rawValue, reason: added.held)] }
             }
             completion(result)
         })
@@ -75,8 +81,11 @@ extension Store {
 
     /// Inserts a create job, and its receipt job when a receipt was staged,
     /// inside the caller's transaction.
+    /// - Returns: why the expense is held when its receipt is another's
+    ///   (``recordReceived(_:_:transactionID:now:)``), else nil.
+    @discardableResult
     static func insertCreate(_ db: Connection, clientID: String, transactionID: String, payload: String,
-                             receipt: StagedReceipt?, now: Int64, account: String) throws {
+                             receipt: StagedReceipt?, now: Int64, account: String) throws -> String? {
         try db.execute("""
             INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
             VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?, ?)
@@ -88,7 +97,9 @@ extension Store {
                 """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                       .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(account)])
             try Store.recordDigest(db, of: receipt, transactionID: transactionID)
+            return try Store.recordReceived(db, receipt, transactionID: transactionID, now: now)
         }
+        return nil
     }
 
     /// Every expense to show: the cache with pending work folded on top,

@@ -79,11 +79,63 @@ extension Store {
     }
 
     /// The bytes as received of the receipt of `transactionID` that went
-    /// as a copy, newest first: file name and kind.
-    public func originals(of transactionID: String) async throws -> [(fileName: String, kind: ReceiptKind, sha256: [UInt8]?)] {
+    /// as a copy, newest first.
+    public func originals(of transactionID: String) async throws -> [KeptOriginal] {
         try await database.read { db in
-            try db.query("SELECT file, kind, sha256 FROM receipt_originals WHERE transaction_id = ? ORDER BY taken_at DESC, rowid DESC",
-                         [.text(transactionID)]) { ($0.string(0), ReceiptKind(rawValue: $0.string(1)) ?? .jpeg, $0.blob(2)) }
+            try db.query("""
+                SELECT file, kind, sha256, size, taken_at, removed_at FROM receipt_originals WHERE transaction_id = ?
+                ORDER BY taken_at DESC, rowid DESC
+                """, [.text(transactionID)]) {
+                KeptOriginal(fileName: $0.string(0), kind: ReceiptKind(rawValue: $0.string(1)) ?? .jpeg, sha256: $0.blob(2),
+                             size: $0.int64(3), receivedAt: $0.int64(4), removedAt: $0.optionalInt64(5))
+            }
         }
     }
+
+    /// Removes the originals received at or before `cutoff` (wall-clock
+    /// milliseconds) whose copy was sent, or whose upload is gone: their
+    /// rows stay, marked removed, and their files go after the commit.
+    /// An original whose upload still waits is kept whatever its age.
+    /// - Returns: each original removed, with its expense and account.
+    public func removeOriginals(receivedBy cutoff: Int64, now: Int64) async throws -> [RemovedOriginal] {
+        let removed: [RemovedOriginal] = try await write { db, _ in
+            let due = try db.query("""
+                SELECT o.job_uuid, o.transaction_id, o.file,
+                       coalesce((SELECT account FROM expenses e WHERE e.transaction_id = o.transaction_id), '')
+                FROM receipt_originals o
+                WHERE o.removed_at IS NULL AND o.taken_at <= ?
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uuid = o.job_uuid)
+                """, [.integer(cutoff)]) {
+                (uuid: $0.string(0), original: RemovedOriginal(transactionID: $0.string(1), account: $0.string(3), fileName: $0.string(2)))
+            }
+            for row in due {
+                try db.execute("UPDATE receipt_originals SET removed_at = ? WHERE job_uuid = ?", [.integer(now), .text(row.uuid)])
+            }
+            return (due.map(\.original), [])
+        }
+        for original in removed { try? receipts.remove(original.fileName) }
+        return removed
+    }
+}
+
+/// An original kept of a receipt sent as a copy (``Store/originals(of:)``).
+public struct KeptOriginal: Sendable, Equatable {
+    public let fileName: String
+    public let kind: ReceiptKind
+    public let sha256: [UInt8]?
+    public let size: Int64
+    /// When its copy was made, just after it was received (wall-clock
+    /// milliseconds); the retention counts from then.
+    public let receivedAt: Int64
+    /// When it was removed as the retention says (wall-clock
+    /// milliseconds); nil while it is kept.
+    public let removedAt: Int64?
+}
+
+/// An original that ``Store/removeOriginals(receivedBy:now:)`` removed.
+public struct RemovedOriginal: Sendable, Equatable {
+    public let transactionID: String
+    /// Empty when no expense of that id is cached.
+    public let account: String
+    public let fileName: String
 }

@@ -113,7 +113,9 @@ extension Store {
                     """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                           .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
                 try Store.recordDigest(db, of: receipt, transactionID: transactionID)
+                let held = try Store.recordReceived(db, receipt, transactionID: transactionID, now: now)
                 let reason = (view.receipt == .none ? "receipt attached" : "receipt replaced") + (fields.isEmpty ? "" : "; " + Store.edited(fields))
+                    + (held.map { "; \($0)" } ?? "")
                 return ((try Store.view(db, transactionID: transactionID)!, superseded.compactMap(\.1)), try states.changes(db) { _, _ in reason })
             }
         } catch {

@@ -245,5 +245,37 @@ enum Schema {
             -- Uploads queued before copies were made go as they are.
             INSERT INTO receipt_copies (job_uuid, made_at) SELECT uuid, 0 FROM jobs WHERE kind = 'receipt';
             """),
+        Migration(version: 9, sql: """
+            -- The SHA-256 of the bytes as received of each expense's
+            -- receipt, by account: a receipt taken again for another
+            -- expense of the account is held as the same receipt
+            -- (docs/receipts.md, "The same receipt twice"). A receipt
+            -- replaced takes its row with it; the rows of expenses gone
+            -- are passed over when matched.
+            CREATE TABLE received_receipts (
+                account TEXT NOT NULL,
+                sha256 BLOB NOT NULL,
+                transaction_id TEXT NOT NULL,
+                taken_at INTEGER NOT NULL,
+                PRIMARY KEY (account, sha256, transaction_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX received_receipts_by_expense ON received_receipts (transaction_id);
+            -- An original removed as receipt_original_retention says keeps
+            -- its row, so that `receipt --original` says when it went.
+            ALTER TABLE receipt_originals ADD COLUMN removed_at INTEGER;
+            -- What was taken before: the digests recorded with uploads (a
+            -- copy's, once applied, unless the original's is kept).
+            INSERT OR IGNORE INTO received_receipts (account, sha256, transaction_id, taken_at)
+                SELECT coalesce((SELECT account FROM expenses e WHERE e.transaction_id = o.transaction_id),
+                                (SELECT account FROM jobs j WHERE j.transaction_id = o.transaction_id ORDER BY seq LIMIT 1), ''),
+                       o.sha256, o.transaction_id, o.taken_at
+                FROM receipt_originals o WHERE o.sha256 IS NOT NULL;
+            INSERT OR IGNORE INTO received_receipts (account, sha256, transaction_id, taken_at)
+                SELECT coalesce((SELECT account FROM expenses e WHERE e.transaction_id = d.transaction_id),
+                                (SELECT account FROM jobs j WHERE j.transaction_id = d.transaction_id ORDER BY seq LIMIT 1), ''),
+                       d.sha256, d.transaction_id, coalesce((SELECT created_at FROM jobs j WHERE j.uuid = d.job_uuid), 0)
+                FROM receipt_digests d
+                WHERE NOT EXISTS (SELECT 1 FROM receipt_originals o WHERE o.transaction_id = d.transaction_id);
+            """),
     ]
 }

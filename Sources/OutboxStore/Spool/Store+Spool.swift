@@ -67,18 +67,23 @@ extension Store {
                                     source: SourceRecord, now: Int64, account: String = AccountName.defaultName) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
+        let held: String?
         do {
-            try await write { db, watched in
-                try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt, now: now, account: account)
+            held = try await write { db, watched in
+                let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
+                                                  now: now, account: account)
                 try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
                 try Store.insertIntake(db, files, clientID: clientID, now: now)
-                return ((), watched ? [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: "queued", reason: "from the spool")] : [])
+                let change = ExpenseChange(account: account, transactionID: transactionID, from: nil, to: held == nil ? "queued" : "needs_attention",
+                                           reason: "from the spool" + (held.map { "; \($0)" } ?? ""))
+                return (held, watched ? [change] : [])
             }
         } catch {
             if let receipt { try? receipts.remove(receipt.fileName) }
             throw error
         }
-        return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil)
+        return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil,
+                             state: held == nil ? .queued : .needsAttention, held: held)
     }
 
     /// Records taken spool files in `spool_intake`, inside the caller's transaction.
