@@ -197,3 +197,41 @@ char **cshims_environ(void) {
 int cshims_set_pipe_size(int fd, int size) {
     return fcntl(fd, F_SETPIPE_SZ, size);
 }
+
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
+int cshims_route_monitor(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    if (fd < 0) return -1;
+    struct sockaddr_nl address = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE };
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int cshims_route_events(const void *buf, size_t len, struct cshims_route_event *events, int capacity) {
+    int count = 0;
+    int remaining = (int)len;
+    for (const struct nlmsghdr *h = buf; count < capacity && NLMSG_OK(h, remaining); h = NLMSG_NEXT(h, remaining)) {
+        if (h->nlmsg_type == RTM_NEWLINK && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg))) {
+            const struct ifinfomsg *link = NLMSG_DATA(h);
+            unsigned up = IFF_UP | IFF_RUNNING;
+            events[count++] = (struct cshims_route_event){ 1, link->ifi_index, (link->ifi_flags & up) == up };
+        } else if (h->nlmsg_type == RTM_DELLINK && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg))) {
+            const struct ifinfomsg *link = NLMSG_DATA(h);
+            events[count++] = (struct cshims_route_event){ 1, link->ifi_index, 0 };
+        } else if (h->nlmsg_type == RTM_NEWROUTE && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct rtmsg))) {
+            const struct rtmsg *route = NLMSG_DATA(h);
+            int isDefault = route->rtm_dst_len == 0 && route->rtm_table == RT_TABLE_MAIN && route->rtm_type == RTN_UNICAST;
+            events[count++] = (struct cshims_route_event){ isDefault ? 2 : 3, 0, 0 };
+        }
+    }
+    return count;
+}

@@ -138,6 +138,15 @@ public enum Daemon {
                                                       accountOfOwner: { callers.account(ofOwner: $0) }))
         }
 
+        // Without the socket (a sandbox without AF_NETLINK), the timer alone tells the network is back.
+        let network: NetworkWatch? = drainer.flatMap { drainer in
+            do throws(SystemCallError) {
+                return try NetworkWatch(logger: logger, regained: { drainer.networkRegained($0) })
+            } catch {
+                logger.warning("Not watching network changes (\(error.reason)); sending resumes on the drain timer after a network change")
+                return nil
+            }
+        }
         server.start(direct: { handler.answerDirectly($0) })
         let summary = try await publisher.current()
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
@@ -151,6 +160,7 @@ public enum Daemon {
             if let retention { services.addTask { await retention.run() } }
             if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
+            network?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
                                         drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
@@ -172,6 +182,7 @@ public enum Daemon {
             spool?.stop()
             await server.shutdown()
             await handling.value
+            network?.stop()
             drainer?.shutdown()
             copier.stop()
             retention?.stop()

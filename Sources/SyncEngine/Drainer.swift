@@ -93,6 +93,17 @@ public final class Drainer: Sendable {
         triggered.yield(())
     }
 
+    /// The network may be back (a link came up, a default route appeared):
+    /// jobs that failed for the transport are due now, and a pass starts
+    /// (or joins the one running) instead of waiting for the timer.
+    public func networkRegained(_ reason: String) {
+        Task { [store, logger] in
+            let cleared = (try? await store.clearTransportBackoff(now: Clock.wallMilliseconds)) ?? 0
+            logger.info("Network change (\(reason)); sending now\(cleared > 0 ? ", \(cleared) job(s) no longer waiting for their retry time" : "")")
+            trigger()
+        }
+    }
+
     /// `sync`: a pass now, even for the accounts of `scope` paused for
     /// credentials; with `refresh`, fetch the server's changes first. Their
     /// token files are read and their pauses ended before this returns, so

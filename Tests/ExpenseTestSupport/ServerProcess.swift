@@ -22,14 +22,17 @@ public final class ServerProcess: @unchecked Sendable {
     /// - Parameters:
     ///   - database: `--database` (a `postgresql://` URL), for both `user add` and `serve`.
     ///   - port: the port to listen on; 0 (the default) picks a free one.
+    ///   - launcher: a command that runs the server (`ip netns exec NS`), by `exec`.
     public init(dataDirectory: String, database: String? = nil, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
-                outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil, port requestedPort: UInt16 = 0) throws {
+                outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil, port requestedPort: UInt16 = 0,
+                launcher: [String] = []) throws {
         self.executable = executable
         self.dataDirectory = dataDirectory
         self.database = database
         self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, database: database, executable: executable)
         let storage = ["--data-dir", dataDirectory] + (database.map { ["--database", $0] } ?? [])
-        let child = try ChildProcess(executable, ["serve", "--listen", "127.0.0.1:\(requestedPort)"] + storage + arguments,
+        let command = launcher + [executable, "serve", "--listen", "127.0.0.1:\(requestedPort)"] + storage + arguments
+        let child = try ChildProcess(command[0], Array(command.dropFirst()),
                                      environment: environment, outputDirectory: outputDirectory ?? URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path,
                                      name: "expense-server")
         self.child = child

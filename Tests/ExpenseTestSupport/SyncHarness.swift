@@ -13,6 +13,8 @@ public final class SyncHarness: @unchecked Sendable {
     public let tokenFile: String
     public private(set) var server: ServerProcess?
     public private(set) var token: String
+    /// A command that runs the server (`ip netns exec NS`), by `exec`.
+    public var serverLauncher: [String] = []
 
     /// - Parameters:
     ///   - daemonArguments: extra `expensed` flags (fast timers are added).
@@ -44,7 +46,7 @@ public final class SyncHarness: @unchecked Sendable {
     /// Starts (or restarts) the server on the harness's port and data directory.
     public func startServer(_ arguments: [String] = []) throws {
         server = try ServerProcess(dataDirectory: serverData, arguments: arguments, outputDirectory: daemon.directory.path,
-                                   token: token, port: port)
+                                   token: token, port: port, launcher: serverLauncher)
     }
 
     public func stopServer() {

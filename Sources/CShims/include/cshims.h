@@ -39,6 +39,22 @@ int cshims_signal_pipe(const int *signals, int count);
 /* Starts a detached pthread running fn(arg). Returns 0 or an errno value. */
 int cshims_thread_start(void (*fn)(void *), void *arg, const char *name);
 
+/* A route netlink socket (rtnetlink(7)), close-on-exec and non-blocking,
+   bound to the multicast groups of links and IPv4 and IPv6 routes.
+   Returns the descriptor or -1 with errno set. */
+int cshims_route_monitor(void);
+
+/* What one route netlink message says, for reconnecting: kind 1, a link
+   (index, and running: IFF_UP and IFF_RUNNING both set); kind 2, a
+   default route added to the main table; kind 3, another route added. */
+struct cshims_route_event { int kind; int index; int running; };
+
+/* Reads the messages in buf (len bytes, as one recv(2) returned them) with
+   the kernel's NLMSG_* macros, storing up to capacity events for link
+   messages and added routes; others are passed over. Returns how many
+   were stored. */
+int cshims_route_events(const void *buf, size_t len, struct cshims_route_event *events, int capacity);
+
 /* eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK. */
 int cshims_eventfd(void);
 

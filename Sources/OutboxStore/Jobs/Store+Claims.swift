@@ -104,6 +104,19 @@ extension Store {
         }
     }
 
+    /// The network may be back: jobs whose last failure was the transport's
+    /// are due now rather than at their retry time. A rejection or a
+    /// server's refusal keeps its backoff.
+    /// - Returns: how many were waiting for their retry time.
+    public func clearTransportBackoff(now: Int64) async throws -> Int {
+        try await database.write(durability: .deferred) { db in
+            try db.execute("""
+                UPDATE jobs SET next_attempt_at = 0 WHERE state = 'queued' AND last_error_class = 'transport' AND next_attempt_at > ?
+                """, [.integer(now)])
+            return db.changes
+        }
+    }
+
     /// Puts a job back in the queue without counting an attempt, noting why
     /// (a transport failure, refused credentials). `wasSent: false` undoes
     /// the claim's count of sends: not one byte reached the server.
