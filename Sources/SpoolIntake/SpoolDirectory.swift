@@ -59,6 +59,15 @@ final class SpoolDirectory: Sendable {
         name.bytes.first == UInt8(ascii: ".") || name == rejectedName
     }
 
+    /// The file system the spool is on (`fstatfs(2)`), or why it could not be told.
+    func fileSystem() -> Result<SpoolFileSystem, SystemCallErrorText> {
+        do {
+            return .success(SpoolFileSystem.classify(try descriptor.fileSystemType()))
+        } catch {
+            return .failure(SystemCallErrorText(text: error.description))
+        }
+    }
+
     /// The status of `name`, or nil when nothing is there.
     func status(of name: FileName) throws(SystemCallError) -> FileStatus? {
         do {

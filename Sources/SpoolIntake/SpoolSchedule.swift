@@ -79,6 +79,13 @@ struct SpoolSchedule {
         return group.receipts.contains { $0.name == name } || group.sidecars.contains { $0.name == name }
     }
 
+    /// True when `name` waits, is being taken, or arrived while it was:
+    /// a periodic scan that finds it has nothing to add (its arrival would
+    /// only make it wait anew, or be taken again after it is gone).
+    func isKnown(_ name: FileName) -> Bool {
+        busy.contains(name) || deferred.keys.contains(name) || isWaiting(name) || others.contains { $0.name == name }
+    }
+
     /// When the earliest waiting file is due, if any waits.
     var nextDue: Int64? {
         (groups.values.flatMap { $0.receipts.map(\.due) + $0.sidecars.map(\.due) } + others.map(\.due)).min()
