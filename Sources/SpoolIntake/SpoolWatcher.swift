@@ -147,6 +147,8 @@ private struct SpoolWatchLoop {
         var size: Int64
         var modified: Int64
         var checkAt: Int64
+        /// Found by a periodic scan: waits for its partner until the next one.
+        var isPeriodic = false
     }
 
     init(watcher: SpoolWatcher) {
@@ -232,10 +234,15 @@ private struct SpoolWatchLoop {
         if let count = rejected.takeChange() { watcher.onRejectedCount(count) }
     }
 
-    mutating func arrived(_ name: FileName) {
+    /// - Parameter periodic: found by a periodic scan, with no event: a
+    ///   receipt or sidecar alone then waits for its partner until the next
+    ///   scan has looked (its partner may be written just after this scan,
+    ///   and then no event tells of it either).
+    mutating func arrived(_ name: FileName, periodic: Bool = false) {
         guard !SpoolDirectory.isIgnored(name) else { return }
         unsettled[name] = nil
-        let takes = schedule.arrived(name, now: Self.now)
+        let settle = periodic ? watcher.scanIntervalMilliseconds.map { $0 + watcher.settleMilliseconds } : nil
+        let takes = schedule.arrived(name, now: Self.now, settle: settle)
         if let receipt = schedule.receiptHolding(name) {
             watcher.logger.info("Spool file '\(name.displayName)' waits until its receipt '\(receipt.displayName)', being taken, is queued")
         }
@@ -286,9 +293,9 @@ private struct SpoolWatchLoop {
             let status = try? watcher.directory.status(of: name)
             if let status, status.kind == .regular, isRecent(status) {
                 unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
-                                            checkAt: Self.now + watcher.settleMilliseconds)
+                                            checkAt: Self.now + watcher.settleMilliseconds, isPeriodic: onlyNew)
             } else {
-                arrived(name)
+                arrived(name, periodic: onlyNew)
             }
         }
     }
@@ -308,10 +315,10 @@ private struct SpoolWatchLoop {
             }
             let unchanged = status.size == entry.size && status.modifiedNanoseconds == entry.modified
             if unchanged || !isRecent(status) {
-                arrived(name)
+                arrived(name, periodic: entry.isPeriodic)
             } else {
                 unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
-                                            checkAt: now + watcher.settleMilliseconds)
+                                            checkAt: now + watcher.settleMilliseconds, isPeriodic: entry.isPeriodic)
             }
         }
     }

@@ -49,6 +49,18 @@ import Testing
         #expect(plan == SpoolScanPlan(intervalMilliseconds: interval, message: message, isWarning: isWarning))
     }
 
+    /// A file a periodic scan found alone waits longer for its partner (until
+    /// the next scan has looked), but a pair it found is taken at once.
+    @Test func schedule_aLoneFileFoundByAPeriodicScan_waitsItsLongerSettle_andAPairGoesAtOnce() {
+        func name(_ text: String) -> FileName { FileName(text)! }
+        var schedule = SpoolSchedule(settleMilliseconds: 500)
+        #expect(schedule.arrived(name("a.json"), now: 0, settle: 10_500).isEmpty)
+        #expect(schedule.takeDue(now: 10_499).isEmpty, "its partner may come with the next scan")
+        #expect(schedule.arrived(name("a.jpg"), now: 10_000, settle: 10_500) == [.expense(receipt: name("a.jpg"), sidecar: name("a.json"))])
+        #expect(schedule.arrived(name("b.jpg"), now: 20_000, settle: 10_500).isEmpty)
+        #expect(schedule.takeDue(now: 30_500) == [.expense(receipt: name("b.jpg"), sidecar: nil)])
+    }
+
     /// A periodic scan adds only names the schedule does not hold: one
     /// waiting, being taken, or arrived while being taken is known.
     @Test func schedule_knowsWaitingBusyAndDeferredNames_only() {
