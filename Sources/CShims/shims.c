@@ -169,6 +169,16 @@ int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, c
     return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
 }
 
+#include <sys/vfs.h>
+
+int cshims_fstatfs_type(int fd, uint32_t *type) {
+    struct statfs st;
+    if (fstatfs(fd, &st) < 0) return -1;
+    /* f_type is a signed word; every magic number fits 32 bits. */
+    *type = (uint32_t)st.f_type;
+    return 0;
+}
+
 int cshims_o_path(void) {
     return O_PATH;
 }

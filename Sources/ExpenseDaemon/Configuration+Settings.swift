@@ -69,8 +69,13 @@ extension Configuration {
     }
 
     var spoolSettings: SpoolSettings {
-        SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds,
-                      sidecarWindowMilliseconds: spoolSidecarWindowMilliseconds)
+        let scanInterval: SpoolScanInterval = switch spoolScanIntervalMilliseconds {
+        case nil: .automatic
+        case 0: .never
+        case let milliseconds?: .every(milliseconds: milliseconds)
+        }
+        return SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds,
+                             sidecarWindowMilliseconds: spoolSidecarWindowMilliseconds, scanInterval: scanInterval)
     }
 
     var controlLimits: ControlLimits {

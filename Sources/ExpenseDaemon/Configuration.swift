@@ -45,6 +45,9 @@ public struct Configuration: Sendable, Equatable {
     public var spoolSettleMilliseconds: Int64 = 500
     public var spoolSidecarWindowMilliseconds: Int64 = 10 * 60_000
     public var spoolMaxBytes = 25 * 1024 * 1024
+    /// How often to scan the spool besides inotify: nil is `auto` (on a
+    /// network file system only), 0 is `off`.
+    public var spoolScanIntervalMilliseconds: Int64?
     public var logTarget: Logger.Target = .auto
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
     public var backend = BackendKind.expenseServer
@@ -107,6 +110,7 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "request_timeout", flag: "--request-timeout", valueName: "DURATION", help: "total timeout per request (default 60s)") { c, v throws(ConfigurationError) in c.requestTimeoutMilliseconds = try duration(v, 1000...day) },
         Key(name: "spool_settle", flag: "--spool-settle", valueName: "DURATION", help: "how long a receipt waits for its sidecar, and 20 times that a truncated one for its writer (default 500ms)") { c, v throws(ConfigurationError) in c.spoolSettleMilliseconds = try duration(v, 0...hour) },
         Key(name: "spool_sidecar_window", flag: "--spool-sidecar-window", valueName: "DURATION", help: "a sidecar this late for a receipt taken alone edits its expense; 0 turns it off (default 10m)") { c, v throws(ConfigurationError) in c.spoolSidecarWindowMilliseconds = try duration(v, 0...(7 * day)) },
+        Key(name: "spool_scan_interval", flag: "--spool-scan-interval", valueName: "DURATION", help: "also scan the spool this often; auto: every 10s on a network file system, never elsewhere; 0 or off: never (default auto)") { c, v throws(ConfigurationError) in c.spoolScanIntervalMilliseconds = try scanInterval(v) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
@@ -219,6 +223,21 @@ func duration(_ v: String, _ range: ClosedRange<Int64>) throws(ConfigurationErro
     }
     guard range.contains(value) else { throw ConfigurationError("must be \(bounds)") }
     return value
+}
+
+/// `spool_scan_interval`: `auto` (nil), `off` or a zero duration (0), or a
+/// duration from 100ms to 1d: shorter would list the spool in a busy loop.
+func scanInterval(_ v: String) throws(ConfigurationError) -> Int64? {
+    let allowed = "must be auto, off (or 0), or a duration from 100ms to 1d, like 10s or 1m"
+    switch v {
+    case "auto": return nil
+    case "off": return 0
+    default:
+        guard let value = DurationText.milliseconds(v), value == 0 || (100...day).contains(value) else {
+            throw ConfigurationError(allowed)
+        }
+        return value
+    }
 }
 
 /// `1024`, `512K`, `25M`, `1G` (binary multiples; `KiB`, `MiB`, `GiB` too), within `range` bytes.

@@ -180,6 +180,16 @@ public final class FileDescriptor: Sendable {
         return FileStatus(st)
     }
 
+    /// The type of the file system the descriptor's file is on: `f_type`
+    /// of `fstatfs(2)`, a magic number such as `0x6969` (NFS) or
+    /// `0xEF53` (ext4), as listed in `statfs(2)`.
+    /// Wraps `fstatfs(2)` (through `cshims_fstatfs_type`).
+    public func fileSystemType() throws(SystemCallError) -> UInt32 {
+        var type: UInt32 = 0
+        try retrying("fstatfs") { cshims_fstatfs_type(rawValue, &type) }
+        return type
+    }
+
     /// Sets or clears `O_NONBLOCK` with `fcntl(2)`.
     public func setNonBlocking(_ on: Bool) throws(SystemCallError) {
         let flags = try retrying("fcntl") { Glibc.fcntl(rawValue, F_GETFL) }

@@ -37,6 +37,15 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
     public var isNameTooLong: Bool { errno == ENAMETOOLONG }
     /// True when nothing listens at the address (`ECONNREFUSED`).
     public var isConnectionRefused: Bool { errno == ECONNREFUSED }
+    /// An argument the call does not take (`EINVAL`): for `renameat2`,
+    /// also a flag the file system does not support (NFS, FUSE without `rename2`).
+    public var isInvalidArgument: Bool { errno == EINVAL }
+    /// Too many open files (`EMFILE`): for `inotify_init1`, also the
+    /// per-user limit on inotify instances (`inotify_init(2)`).
+    public var isTooManyOpenFiles: Bool { errno == EMFILE }
+    /// No space left (`ENOSPC`): for `inotify_add_watch`, the per-user limit
+    /// on inotify watches (`inotify_add_watch(2)`).
+    public var isNoSpace: Bool { errno == ENOSPC }
     /// True when the call would have blocked on a non-blocking descriptor.
     public var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
 }

@@ -59,6 +59,15 @@ final class SpoolDirectory: Sendable {
         name.bytes.first == UInt8(ascii: ".") || name == rejectedName
     }
 
+    /// The file system the spool is on (`fstatfs(2)`), or why it could not be told.
+    func fileSystem() -> Result<SpoolFileSystem, SystemCallErrorText> {
+        do {
+            return .success(SpoolFileSystem.classify(try descriptor.fileSystemType()))
+        } catch {
+            return .failure(SystemCallErrorText(text: error.description))
+        }
+    }
+
     /// The status of `name`, or nil when nothing is there.
     func status(of name: FileName) throws(SystemCallError) -> FileStatus? {
         do {
@@ -153,7 +162,7 @@ final class SpoolDirectory: Sendable {
     /// another file. Not durable until ``sync()``.
     func remove(_ record: SpoolIntakeRecord) throws(SystemCallError) -> Removal {
         do {
-            try descriptor.renameAt(record.name, to: record.takenName, in: descriptor, replacing: false)
+            try move(record.name, to: record.takenName, in: descriptor)
         } catch where error.isNotFound {
             return .gone
         }
@@ -208,13 +217,42 @@ final class SpoolDirectory: Sendable {
         for n in 0..<1000 {
             let candidate = n == 0 ? name : Self.shortened(name, room: 4).appending(".\(n)")
             do {
-                try descriptor.renameAt(taken, to: candidate, in: descriptor, replacing: false)
+                try move(taken, to: candidate, in: descriptor)
                 return candidate
             } catch where error.alreadyExists {
                 continue
             }
         }
         throw SystemCallError.alreadyExists(call: "renameat2", subject: name.displayName)
+    }
+
+    /// Renames `name` in the spool to `newName` in `directory` without
+    /// replacing anything (`renameat2` with `RENAME_NOREPLACE`: `EEXIST`).
+    /// An NFS client, and a FUSE file system without `rename2` (libfuse 2),
+    /// refuse that flag with `EINVAL`; there the target is looked at first
+    /// and the rename made only when nothing is there. That is not atomic,
+    /// but every such rename goes to a name only this daemon makes: a
+    /// private name from a new UUID, a name in `rejected/`, which only the
+    /// daemon may write, or the name a file is put back under, which a
+    /// writer would have to drop a file onto in that very instant, while its
+    /// own file under that name is being taken (docs/spool.md).
+    private func move(_ name: FileName, to newName: FileName, in directory: FileDescriptor) throws(SystemCallError) {
+        do {
+            try descriptor.renameAt(name, to: newName, in: directory, replacing: false)
+        } catch where error.isInvalidArgument {
+            guard try Self.status(of: newName, in: directory) == nil else {
+                throw SystemCallError.alreadyExists(call: "renameat", subject: newName.displayName)
+            }
+            try descriptor.renameAt(name, to: newName, in: directory, replacing: true)
+        }
+    }
+
+    private static func status(of name: FileName, in directory: FileDescriptor) throws(SystemCallError) -> FileStatus? {
+        do {
+            return try directory.statusAt(name)
+        } catch where error.isNotFound {
+            return nil
+        }
     }
 
     /// Makes renames and removals in the spool durable (`fsync` of the directory).
@@ -250,7 +288,7 @@ final class SpoolDirectory: Sendable {
             try reasonFile.writeAll(Array(text.utf8))
             try reasonFile.sync()
             do {
-                try descriptor.renameAt(name, to: candidate, in: rejected, replacing: false)
+                try move(name, to: candidate, in: rejected)
             } catch {
                 try? rejected.removeAt(reasonName)
                 if error.alreadyExists { continue }

@@ -79,6 +79,13 @@ struct SpoolSchedule {
         return group.receipts.contains { $0.name == name } || group.sidecars.contains { $0.name == name }
     }
 
+    /// True when `name` waits, is being taken, or arrived while it was:
+    /// a periodic scan that finds it has nothing to add (its arrival would
+    /// only make it wait anew, or be taken again after it is gone).
+    func isKnown(_ name: FileName) -> Bool {
+        busy.contains(name) || deferred.keys.contains(name) || isWaiting(name) || others.contains { $0.name == name }
+    }
+
     /// When the earliest waiting file is due, if any waits.
     var nextDue: Int64? {
         (groups.values.flatMap { $0.receipts.map(\.due) + $0.sidecars.map(\.due) } + others.map(\.due)).min()
@@ -88,8 +95,12 @@ struct SpoolSchedule {
     /// - Parameter delay: how long to wait before taking it: for a lone
     ///   receipt or sidecar the settle time unless given; for a file of
     ///   another kind none unless given (a retry delay).
+    /// - Parameter settle: how long a lone receipt or sidecar waits for its
+    ///   partner, when not the settle time: a file a periodic scan found
+    ///   waits until the next scan could have found its partner. Unlike a
+    ///   `delay`, a partner already there is taken with it at once.
     /// - Returns: what to take now.
-    mutating func arrived(_ name: FileName, now: Int64, delay: Int64? = nil) -> [Take] {
+    mutating func arrived(_ name: FileName, now: Int64, delay: Int64? = nil, settle: Int64? = nil) -> [Take] {
         if busy.contains(name) {
             let earlier = deferred[name] ?? nil
             deferred[name] = [earlier, delay].compactMap { $0 }.max()
@@ -110,7 +121,7 @@ struct SpoolSchedule {
             busy.insert(name)
             return [.other(name)]
         }
-        let wait = delay ?? settleMilliseconds
+        let wait = delay ?? settle ?? settleMilliseconds
         let stem = name.stem
         var group = groups[stem] ?? Group()
         let entry = Waiting(name: name, due: now + wait)

@@ -33,7 +33,8 @@ public final class SpoolService: Sendable {
     /// intakes a crash interrupted. Blocking; call before `READY=1`.
     /// - Throws: ``StartupFailure``: exit status 78 (configuration)
     ///   for a spool that is unsafe or not a directory, 73 (cannot create)
-    ///   when it cannot be created or opened, 71 when inotify fails.
+    ///   when it cannot be created or opened, 71 when inotify fails (naming
+    ///   the sysctl to raise when a per-user inotify limit was reached).
     public static func open(_ path: String, settings: SpoolSettings, store: Store, logger: Logger, events: SpoolEvents) throws -> SpoolService {
         let directory = try SpoolSetup.openDirectory(path, logger: logger)
         // Watch before anything is read, so a file dropped from now on is
@@ -43,8 +44,10 @@ public final class SpoolService: Sendable {
             inotify = try Inotify()
             try inotify.addWatch(path, [.closeWrite, .movedTo, .create, .onlyDirectory, .deleteSelf, .moveSelf])
         } catch {
-            throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+            throw SpoolSetup.watchFailure(error, path: path)
         }
+        let scan = SpoolScanPlan.make(settings.scanInterval, path: path, fileSystem: directory.fileSystem())
+        if scan.isWarning { logger.warning(scan.message) } else { logger.info(scan.message) }
         let intake = SpoolIntake(directory: directory, store: store, logger: logger, maxBytes: settings.maxBytes,
                                  settleMilliseconds: settings.settleMilliseconds, sidecarWindowMilliseconds: settings.sidecarWindowMilliseconds,
                                  onQueued: events.queued, onChange: events.changed, accountOfOwner: events.accountOfOwner)
@@ -56,9 +59,10 @@ public final class SpoolService: Sendable {
             let rejectedWatch = try inotify.addWatch("\(path)/\(SpoolDirectory.rejectedName.displayName)",
                                                      [.movedTo, .movedFrom, .create, .delete, .onlyDirectory, .dontFollow])
             watcher = try SpoolWatcher(directory: directory, inotify: inotify, rejectedWatch: rejectedWatch,
-                                       settleMilliseconds: settings.settleMilliseconds, logger: logger, onRejectedCount: events.rejectedCount)
+                                       settleMilliseconds: settings.settleMilliseconds, scanIntervalMilliseconds: scan.intervalMilliseconds,
+                                       logger: logger, onRejectedCount: events.rejectedCount)
         } catch {
-            throw StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+            throw SpoolSetup.watchFailure(error, path: path)
         }
         watcher.start()
         return SpoolService(directory: directory, watcher: watcher, intake: intake, logger: logger)

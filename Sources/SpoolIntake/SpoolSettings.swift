@@ -11,11 +11,15 @@ public struct SpoolSettings: Sendable, Equatable {
     /// How long after a receipt is taken alone a sidecar of its name edits
     /// its expense rather than making one of its own; 0: never.
     public var sidecarWindowMilliseconds: Int64
+    /// How often the spool is listed besides inotify (`spool_scan_interval`).
+    public var scanInterval: SpoolScanInterval
 
-    public init(maxBytes: Int, settleMilliseconds: Int64, sidecarWindowMilliseconds: Int64 = 10 * 60_000) {
+    public init(maxBytes: Int, settleMilliseconds: Int64, sidecarWindowMilliseconds: Int64 = 10 * 60_000,
+                scanInterval: SpoolScanInterval = .automatic) {
         self.maxBytes = maxBytes
         self.settleMilliseconds = settleMilliseconds
         self.sidecarWindowMilliseconds = sidecarWindowMilliseconds
+        self.scanInterval = scanInterval
     }
 }
 

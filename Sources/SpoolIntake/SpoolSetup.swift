@@ -6,6 +6,30 @@ import Posix
 /// What the spool service does once, before `READY=1`: open and check the
 /// directory, and finish intakes a crash interrupted.
 enum SpoolSetup {
+    /// Why the spool cannot be watched, as the startup failure to exit
+    /// with (71). The per-user inotify limits are named with the sysctl
+    /// that raises them: `inotify_init1` fails with `EMFILE` at
+    /// `fs.inotify.max_user_instances`, and `inotify_add_watch` with
+    /// `ENOSPC` at `fs.inotify.max_user_watches` (`inotify(7)`, "/proc
+    /// interfaces"); each is shared by every program of the daemon's user.
+    static func watchFailure(_ error: SystemCallError, path: String) -> StartupFailure {
+        let limit: (sysctl: String, what: String, example: Int)?
+        switch error.call {
+        case "inotify_init1" where error.isTooManyOpenFiles:
+            limit = ("fs.inotify.max_user_instances", "inotify instances", 1024)
+        case "inotify_add_watch" where error.isNoSpace:
+            limit = ("fs.inotify.max_user_watches", "inotify watches", 524_288)
+        default:
+            limit = nil
+        }
+        guard let limit else {
+            return StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.reason)")
+        }
+        return StartupFailure(code: .osError, message: "Failed to watch spool directory '\(path)': \(error.description): "
+            + "the user expensed runs as has all the \(limit.what) the sysctl \(limit.sysctl) allows; "
+            + "raise it, for example with 'sysctl -w \(limit.sysctl)=\(limit.example)', and keep it in a file in /etc/sysctl.d/")
+    }
+
     /// Opens the spool directory (creating it, mode 1730, when missing)
     /// and `rejected/` in it, refusing what would be unsafe.
     /// - Throws: ``StartupFailure`` saying why and what to do.

@@ -1,4 +1,5 @@
 import DaemonSupport
+import ExpenseCore
 import Posix
 import Synchronization
 
@@ -11,6 +12,9 @@ import Synchronization
 /// after the kernel's event queue overflowed, so nothing dropped while the
 /// daemon was down, or during an overflow, is missed; a file a scan finds
 /// still being written waits until it has been left alone for the settle time.
+/// With a scan interval (a spool on a network file system, where inotify
+/// does not see other machines' writes), it is also scanned that often, for
+/// names it does not know yet, by the same rules.
 ///
 /// It also keeps count of the files in `rejected/` (``RejectedCount``) from
 /// that directory's own events, so that `status` says what is there now,
@@ -19,6 +23,8 @@ final class SpoolWatcher: Sendable {
     let directory: SpoolDirectory
     let inotify: Inotify
     let settleMilliseconds: Int64
+    /// How often to scan besides inotify; nil: only at start and after an overflow.
+    let scanIntervalMilliseconds: Int64?
     let logger: Logger
     /// The watch on `rejected/`, and what to tell when its count changes.
     let rejectedWatch: Int32
@@ -48,13 +54,15 @@ final class SpoolWatcher: Sendable {
     ///     (`rejectedWatch`), which is counted at the first scan.
     ///   - onRejectedCount: called from the watcher thread with the number
     ///     of files in `rejected/`, at start and whenever it changes.
-    init(directory: SpoolDirectory, inotify: Inotify, rejectedWatch: Int32, settleMilliseconds: Int64, logger: Logger,
-         onRejectedCount: @escaping @Sendable (Int) -> Void) throws(SystemCallError) {
+    ///   - scanIntervalMilliseconds: how often to scan besides inotify; nil: never.
+    init(directory: SpoolDirectory, inotify: Inotify, rejectedWatch: Int32, settleMilliseconds: Int64, scanIntervalMilliseconds: Int64? = nil,
+         logger: Logger, onRejectedCount: @escaping @Sendable (Int) -> Void) throws(SystemCallError) {
         self.directory = directory
         self.inotify = inotify
         self.rejectedWatch = rejectedWatch
         self.onRejectedCount = onRejectedCount
         self.settleMilliseconds = settleMilliseconds
+        self.scanIntervalMilliseconds = scanIntervalMilliseconds
         self.logger = logger
         wakeup = try EventNotifier()
         (work, continuation) = AsyncStream.makeStream(of: Work.self)
@@ -130,11 +138,17 @@ private struct SpoolWatchLoop {
     var unsettled: [FileName: Unsettled] = [:]
     var isWatching = true
     var rejected = RejectedCount()
+    /// When the next periodic scan is due (monotonic ms); nil: none.
+    var nextScan: Int64?
+    /// The last periodic scan failed (and said so).
+    var periodicScanFailed = false
 
     struct Unsettled {
         var size: Int64
         var modified: Int64
         var checkAt: Int64
+        /// Found by a periodic scan: waits for its partner until the next one.
+        var isPeriodic = false
     }
 
     init(watcher: SpoolWatcher) {
@@ -147,9 +161,10 @@ private struct SpoolWatchLoop {
     mutating func run() {
         countRejected()
         scan()
+        nextScan = watcher.scanIntervalMilliseconds.map { Self.now + $0 }
         while true {
             let now = Self.now
-            let due = [schedule.nextDue, unsettled.values.map(\.checkAt).min()].compactMap { $0 }.min()
+            let due = [schedule.nextDue, unsettled.values.map(\.checkAt).min(), isWatching ? nextScan : nil].compactMap { $0 }.min()
             let timeout = due.map { Int32(clamping: max(0, $0 - now)) } ?? -1
             var sources: [(FileDescriptor, Poll.Events)] = [(watcher.wakeupDescriptor, .readable)]
             if isWatching { sources.append((watcher.inotify.descriptor, .readable)) }
@@ -166,6 +181,10 @@ private struct SpoolWatchLoop {
                 watcher.emit(schedule.finished(item.take, now: Self.now, retryAfter: item.retryAfter))
             }
             if isWatching && ready.count > 1 && !ready[1].isEmpty { readEvents() }
+            if isWatching, let interval = watcher.scanIntervalMilliseconds, let next = nextScan, Self.now >= next {
+                scan(onlyNew: true)
+                nextScan = Self.now + interval
+            }
             checkUnsettled()
             watcher.emit(schedule.takeDue(now: Self.now))
         }
@@ -215,10 +234,15 @@ private struct SpoolWatchLoop {
         if let count = rejected.takeChange() { watcher.onRejectedCount(count) }
     }
 
-    mutating func arrived(_ name: FileName) {
+    /// - Parameter periodic: found by a periodic scan, with no event: a
+    ///   receipt or sidecar alone then waits for its partner until the next
+    ///   scan has looked (its partner may be written just after this scan,
+    ///   and then no event tells of it either).
+    mutating func arrived(_ name: FileName, periodic: Bool = false) {
         guard !SpoolDirectory.isIgnored(name) else { return }
         unsettled[name] = nil
-        let takes = schedule.arrived(name, now: Self.now)
+        let settle = periodic ? watcher.scanIntervalMilliseconds.map { $0 + watcher.settleMilliseconds } : nil
+        let takes = schedule.arrived(name, now: Self.now, settle: settle)
         if let receipt = schedule.receiptHolding(name) {
             watcher.logger.info("Spool file '\(name.displayName)' waits until its receipt '\(receipt.displayName)', being taken, is queued")
         }
@@ -241,21 +265,37 @@ private struct SpoolWatchLoop {
 
     /// Every name in the spool arrives, but regular files modified within
     /// the settle time wait to be left alone first.
-    mutating func scan() {
+    /// - Parameter onlyNew: a periodic scan: names that wait, are being
+    ///   taken, or are being watched for writes already are left as they
+    ///   are (arriving again would make them wait anew).
+    mutating func scan(onlyNew: Bool = false) {
         let names: [FileName]
         do {
             names = try watcher.directory.names()
         } catch {
-            watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error.reason)")
+            // A network file system that is away fails every periodic
+            // scan alike: said once, until a scan works again.
+            if !(onlyNew && periodicScanFailed) {
+                watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error.reason)\(onlyNew ? "; trying again every \(DurationText.describe(milliseconds: watcher.scanIntervalMilliseconds ?? 0))" : "")")
+            }
+            periodicScanFailed = periodicScanFailed || onlyNew
             return
         }
+        if onlyNew && periodicScanFailed {
+            watcher.logger.notice("Scanned spool directory '\(watcher.directory.path)' again")
+            periodicScanFailed = false
+        }
         for name in names {
+            if onlyNew {
+                guard unsettled[name] == nil, !schedule.isKnown(name) else { continue }
+                watcher.logger.debug("Spool scan found '\(name.displayName)', which no event reported")
+            }
             let status = try? watcher.directory.status(of: name)
             if let status, status.kind == .regular, isRecent(status) {
                 unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
-                                            checkAt: Self.now + watcher.settleMilliseconds)
+                                            checkAt: Self.now + watcher.settleMilliseconds, isPeriodic: onlyNew)
             } else {
-                arrived(name)
+                arrived(name, periodic: onlyNew)
             }
         }
     }
@@ -275,10 +315,10 @@ private struct SpoolWatchLoop {
             }
             let unchanged = status.size == entry.size && status.modifiedNanoseconds == entry.modified
             if unchanged || !isRecent(status) {
-                arrived(name)
+                arrived(name, periodic: entry.isPeriodic)
             } else {
                 unsettled[name] = Unsettled(size: status.size, modified: status.modifiedNanoseconds,
-                                            checkAt: now + watcher.settleMilliseconds)
+                                            checkAt: now + watcher.settleMilliseconds, isPeriodic: entry.isPeriodic)
             }
         }
     }

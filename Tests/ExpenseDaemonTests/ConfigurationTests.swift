@@ -37,6 +37,7 @@ import Testing
             "connect_timeout": ["99ms", "11m"], "request_timeout": ["999ms", "2d"], "spool_settle": ["2h"], "spool_max_bytes": ["0", "5G"],
             "spool_sidecar_window": ["8d"], "receipt_max_edge": ["255", "20001"], "receipt_max_pixels": ["999", "1000000001"],
             "receipt_decode_timeout": ["999ms", "2h"], "receipt_original_retention": ["366d", "Forever", "NO", "never", "30 d"],
+            "spool_scan_interval": ["1ms", "99ms", "2d", "Auto", "OFF", "never", "yes"],
         ]
         #expect(Set(outOfRange.keys).isSubset(of: Set(Configuration.keys.map(\.name))))
         for (key, values) in outOfRange.sorted(by: { $0.key < $1.key }) {
@@ -66,6 +67,26 @@ import Testing
         #expect(try parsed("0") == 0)
         #expect(try parsed("30d") == 30 * 86_400_000)
         #expect(try parsed("12h") == 12 * 3_600_000)
+    }
+
+    @Test func spoolScanInterval_isAutoOffOrADuration() throws {
+        for (value, expected) in [("auto", Int64?.none), ("off", 0), ("0", 0), ("0s", 0), ("100ms", 100), ("30s", 30_000), ("10", 10_000), ("1d", 86_400_000)] {
+            var configuration = Configuration()
+            try configuration.apply(fileText: "spool_scan_interval = \(value)\n", path: "x.conf")
+            #expect(configuration.spoolScanIntervalMilliseconds == expected, "\(value)")
+        }
+        #expect(Configuration().spoolScanIntervalMilliseconds == nil, "auto by default")
+        #expect(try Configuration.parse(arguments: ["--spool-scan-interval", "2m"]) { _ in nil } == .run(with { $0.spoolScanIntervalMilliseconds = 120_000 }))
+        #expect(throws: ConfigurationError("spool_scan_interval: must be auto, off (or 0), or a duration from 100ms to 1d, like 10s or 1m", file: "x.conf", line: 1)) {
+            var configuration = Configuration()
+            try configuration.apply(fileText: "spool_scan_interval = sometimes\n", path: "x.conf")
+        }
+    }
+
+    func with(_ change: (inout Configuration) -> Void) -> Configuration {
+        var configuration = Configuration()
+        change(&configuration)
+        return configuration
     }
 
     @Test func backoffBaseLongerThanTheCap_isRefused() throws {

@@ -64,6 +64,10 @@ int cshims_set_pipe_size(int fd, int size);
 /* renameat2(2) with RENAME_NOREPLACE: fails with EEXIST rather than
    replace what is at newpath. Returns 0 or -1 with errno set. */
 int cshims_renameat_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+/* fstatfs(2)'s f_type, the file system's magic number (<sys/vfs.h>,
+   which Glibc's Swift module leaves out). Returns 0 or -1 with errno set. */
+int cshims_fstatfs_type(int fd, uint32_t *type);
+
 /* O_PATH, which needs _GNU_SOURCE. */
 int cshims_o_path(void);
 
