@@ -92,19 +92,26 @@ extension Store {
         }
     }
 
+    /// An original (`o`) received at or before `?` whose upload is gone: kept no longer.
+    static let originalDue = "o.removed_at IS NULL AND o.taken_at <= ? AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uuid = o.job_uuid)"
+
     /// Removes the originals received at or before `cutoff` (wall-clock
     /// milliseconds) whose copy was sent, or whose upload is gone: their
     /// rows stay, marked removed, and their files go after the commit.
     /// An original whose upload still waits is kept whatever its age.
     /// - Returns: each original removed, with its expense and account.
     public func removeOriginals(receivedBy cutoff: Int64, now: Int64) async throws -> [RemovedOriginal] {
+        // Asked after every drain that changed something: a read, and a
+        // durable commit only when an original is due.
+        let anyDue = try await database.read { db in
+            try db.queryFirst("SELECT 1 FROM receipt_originals o WHERE \(Store.originalDue) LIMIT 1", [.integer(cutoff)]) { _ in true } ?? false
+        }
+        guard anyDue else { return [] }
         let removed: [RemovedOriginal] = try await write { db, _ in
             let due = try db.query("""
                 SELECT o.job_uuid, o.transaction_id, o.file,
                        coalesce((SELECT account FROM expenses e WHERE e.transaction_id = o.transaction_id), '')
-                FROM receipt_originals o
-                WHERE o.removed_at IS NULL AND o.taken_at <= ?
-                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uuid = o.job_uuid)
+                FROM receipt_originals o WHERE \(Store.originalDue)
                 """, [.integer(cutoff)]) {
                 (uuid: $0.string(0), original: RemovedOriginal(transactionID: $0.string(1), account: $0.string(3), fileName: $0.string(2)))
             }
