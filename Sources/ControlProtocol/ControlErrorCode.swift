@@ -27,6 +27,9 @@ public struct ControlErrorCode: RawRepresentable, Sendable, Hashable, CustomStri
     /// The caller has no account: no file in `accounts_dir`, and no `token_file` for callers without one.
     public static let noAccount = Self(rawValue: "no_account")
     public static let storageFailed = Self(rawValue: "storage_failed")
+    /// `add`, `edit --receipt`: the outbox is at a limit, or its file system
+    /// is full (`message` names which, and what frees room); nothing was stored.
+    public static let outboxFull = Self(rawValue: "outbox_full")
     public static let shuttingDown = Self(rawValue: "shutting_down")
     public static let conflict = Self(rawValue: "conflict")
     /// `receipt`: the expense has no receipt.

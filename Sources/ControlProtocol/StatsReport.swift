@@ -11,11 +11,15 @@ public struct StatsReport: ControlResult, Equatable {
         public var latency: LatencySummary
         /// Failures by class (`transport`, `transient`, `rejected`, …).
         public var failures: [String: Int]
+        /// Adds and spool drops refused for room, by reason
+        /// (``OutboxRefusal/Reason``): the outbox's, the same in every account's.
+        public var refusals: [String: Int]
 
-        public init(applied: Int, latency: LatencySummary, failures: [String: Int]) {
+        public init(applied: Int, latency: LatencySummary, failures: [String: Int], refusals: [String: Int] = [:]) {
             self.applied = applied
             self.latency = latency
             self.failures = failures
+            self.refusals = refusals
         }
 
         var json: JSONValue {
@@ -27,6 +31,7 @@ public struct StatsReport: ControlResult, Equatable {
                     "max": latency.max.map { .integer($0) } ?? .null,
                 ],
                 "failures": .object(failures.mapValues { .integer($0) }),
+                "refusals": .object(refusals.mapValues { .integer($0) }),
             ]
         }
 
@@ -35,10 +40,13 @@ public struct StatsReport: ControlResult, Equatable {
             let failureMembers = try m.object("failures")
             var failures: [String: Int] = [:]
             for key in failureMembers.object.keys { failures[key] = try failureMembers.int(key) }
+            let refusalMembers = try m.object("refusals")
+            var refusals: [String: Int] = [:]
+            for key in refusalMembers.object.keys { refusals[key] = try refusalMembers.int(key) }
             self.init(applied: try m.int("applied"),
                       latency: LatencySummary(p50: try latency.nullableInteger("p50"), p95: try latency.nullableInteger("p95"),
                                               max: try latency.nullableInteger("max")),
-                      failures: failures)
+                      failures: failures, refusals: refusals)
         }
     }
 

@@ -17,6 +17,9 @@ public struct StatusReport: ControlResult, Equatable {
     /// With accounts, to root and `admin_group` asking for every account:
     /// each account's queue and credentials.
     public var accounts: [AccountState]?
+    /// The outbox's use against its limits (the machine's, in every
+    /// account's status); nil from a daemon that could not read it.
+    public var outbox: OutboxRoomState?
 
     /// One account's part, in `status` to those who may see every account.
     public struct AccountState: Sendable, Equatable {
@@ -39,6 +42,7 @@ public struct StatusReport: ControlResult, Equatable {
         var json: JSONValue {
             var object = summary.members
             object["spool_rejected"] = nil
+            object["spool_waiting"] = nil
             object["account"] = .string(account)
             object["token_problem"] = .string(tokenProblem)
             object["last_error_class"] = .string(lastError?.lastErrorClass)
@@ -100,6 +104,7 @@ public struct StatusReport: ControlResult, Equatable {
         object["device_id"] = .string(deviceID)
         if let account { object["account"] = .string(account) }
         if let accounts { object["accounts"] = .array(accounts.map(\.json)) }
+        object["outbox"] = outbox.map(Self.json) ?? .null
         if let contact {
             object["last_contact_at"] = timestampJSON(contact.lastContactMilliseconds)
             object["last_error_class"] = .string(contact.lastErrorClass)
@@ -121,9 +126,35 @@ public struct StatusReport: ControlResult, Equatable {
                   stateDirectory: try m.string("state_dir"), spoolDirectory: try m.nullableString("spool_dir"),
                   deviceID: try m.string("device_id"), contact: contact)
         if m.value("account") != nil { account = try m.string("account") }
+        if let value = m.value("outbox"), !value.isNull { outbox = try Self.outbox(try m.object("outbox")) }
         if let list = m.value("accounts") {
             guard case .array(let items) = list else { throw ControlDecodingError(path: "result.accounts", "must be an array") }
             accounts = try items.enumerated().map { (index, item) throws(ControlDecodingError) in try AccountState(item, path: "result.accounts[\(index)]") }
         }
+    }
+}
+
+extension StatusReport {
+    static func json(_ state: OutboxRoomState) -> JSONValue {
+        [
+            "jobs": .integer(Int64(state.use.jobs)),
+            "max_jobs": .integer(Int64(state.limits.maxJobs)),
+            "receipt_bytes": .integer(state.use.receiptBytes),
+            "max_receipt_bytes": .integer(state.limits.maxReceiptBytes),
+            "disk_free": state.use.diskFreeBytes.map { .integer($0) } ?? .null,
+            "disk_reserve": .integer(state.limits.diskReserveBytes),
+            "headroom_held": state.headroomHeld.map { .bool($0) } ?? .null,
+        ]
+    }
+
+    static func outbox(_ m: Members) throws(ControlDecodingError) -> OutboxRoomState {
+        let headroom = try m.required("headroom_held")
+        var held: Bool?
+        if !headroom.isNull { held = try m.bool("headroom_held") }
+        return OutboxRoomState(limits: OutboxLimits(maxJobs: try m.int("max_jobs"), maxReceiptBytes: try m.integer("max_receipt_bytes"),
+                                                    diskReserveBytes: try m.integer("disk_reserve")),
+                               use: OutboxLimits.Use(jobs: try m.int("jobs"), receiptBytes: try m.integer("receipt_bytes"),
+                                                     diskFreeBytes: try m.nullableInteger("disk_free")),
+                               headroomHeld: held)
     }
 }

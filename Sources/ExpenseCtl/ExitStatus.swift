@@ -22,6 +22,9 @@ extension ExitStatus {
             self = .noPermission
         case .tooManyConnections, .shuttingDown, .idleTimeout:
             self = .tempFailure
+        case .outboxFull:
+            // Room frees as the server takes what is queued: try again later.
+            self = .tempFailure
         case .storageFailed:
             self = .ioError
         default:

@@ -39,14 +39,29 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
             lines.append(("Last error", "\(Output.text(contact.lastErrorClass)) at \(timeText(at)): \(Output.text(contact.lastError))"))
         }
     }
+    if let outbox = report.outbox { lines.append(("Outbox", outboxText(outbox))) }
     var rejected = "\(summary.spoolRejected)"
     if summary.spoolRejected > 0, let spool = report.spoolDirectory {
         rejected += " (files in \(spool)/rejected/, each with a .reason file)"
     }
-    lines += [("Spool rejected", rejected), ("State directory", Output.text(report.stateDirectory)),
-              ("Spool directory", Output.text(report.spoolDirectory))]
+    lines.append(("Spool rejected", rejected))
+    if summary.spoolWaiting > 0 {
+        lines.append(("Spool waiting", "\(summary.spoolWaiting) files wait for room in the outbox; they are taken as room frees"))
+    }
+    lines += [("State directory", Output.text(report.stateDirectory)), ("Spool directory", Output.text(report.spoolDirectory))]
     Output.out(lines.map { "\($0.0):" + String(repeating: " ", count: max(1, 17 - $0.0.count)) + $0.1 }.joined(separator: "\n"))
     return .success
+}
+
+/// The outbox's use against its limits: "3 of 100000 jobs; receipts 1.0 MiB of 2.0 GiB; 9.1 GiB free, reserve 1.0 GiB".
+func outboxText(_ outbox: OutboxRoomState) -> String {
+    let limits = outbox.limits, use = outbox.use
+    var text = "\(use.jobs) of \(limits.maxJobs) jobs; receipts \(SizeText.describe(bytes: use.receiptBytes)) of \(SizeText.describe(bytes: limits.maxReceiptBytes))"
+    if let free = use.diskFreeBytes {
+        text += "; \(SizeText.describe(bytes: max(0, free))) free, reserve \(SizeText.describe(bytes: limits.diskReserveBytes))"
+    }
+    if outbox.headroomHeld == false { text += "; the drain's headroom is in use (the file system filled)" }
+    return text
 }
 
 /// A time from the daemon with how long ago it was: "2026-11-30T09:15:02.123Z (12s ago)".
@@ -203,6 +218,8 @@ func runStats(_ invocation: Invocation, _ context: Context) throws -> ExitStatus
         }
         let failures = part.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         text += "; failures: " + (failures.isEmpty ? "none" : failures.joined(separator: ", "))
+        let refusals = part.refusals.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        text += "; refused for room: " + (refusals.isEmpty ? "none" : refusals.joined(separator: ", "))
         return text
     }
     Output.out(line("Since start", result.sinceStart, approximate: false) + "\n" + line("In total", result.total, approximate: true))

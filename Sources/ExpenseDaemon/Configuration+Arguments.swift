@@ -66,6 +66,9 @@ extension Configuration {
         if configuration.backoffBaseMilliseconds > configuration.backoffCapMilliseconds {
             throw ConfigurationError("backoff_base (\(DurationText.describe(milliseconds: configuration.backoffBaseMilliseconds))) is longer than backoff_cap (\(DurationText.describe(milliseconds: configuration.backoffCapMilliseconds))): the first retry could not wait less than the longest")
         }
+        if let outboxBytes = configuration.outboxMaxReceiptBytes, outboxBytes < Int64(configuration.largestReceipt) {
+            throw ConfigurationError("outbox_max_receipt_bytes (\(SizeText.describe(bytes: outboxBytes))) is less than the largest receipt taken (receipt_max_bytes and spool_max_bytes: \(SizeText.describe(bytes: Int64(configuration.largestReceipt)))): such a receipt could never be queued")
+        }
         try configuration.checkBackend()
         return .run(configuration)
     }

@@ -1,4 +1,5 @@
 import ControlSocket
+import ExpenseCore
 import ExpenseServerBackend
 import FavaBackend
 import IhatemoneyBackend
@@ -76,6 +77,24 @@ extension Configuration {
         }
         return SpoolSettings(maxBytes: spoolMaxBytes, settleMilliseconds: spoolSettleMilliseconds,
                              sidecarWindowMilliseconds: spoolSidecarWindowMilliseconds, scanInterval: scanInterval)
+    }
+
+    /// The largest receipt an add or the spool takes.
+    var largestReceipt: Int { max(receiptMaxBytes, spoolMaxBytes) }
+
+    /// The outbox's limits as configured; sizes left to `auto` are
+    /// derived from the state directory's file system at start.
+    var outboxLimitSettings: OutboxLimitSettings {
+        OutboxLimitSettings(maxJobs: outboxMaxJobs, maxReceiptBytes: outboxMaxReceiptBytes, diskReserve: diskReserve)
+    }
+
+    /// The limits for a state directory on a file system of
+    /// `fileSystemBytes`: an `auto` receipt-byte limit is never below the
+    /// largest receipt taken, which could otherwise never be queued.
+    func outboxLimits(fileSystemBytes: Int64) -> OutboxLimits {
+        var limits = outboxLimitSettings.resolve(fileSystemBytes: fileSystemBytes)
+        if outboxMaxReceiptBytes == nil { limits.maxReceiptBytes = max(limits.maxReceiptBytes, Int64(largestReceipt)) }
+        return limits
     }
 
     var controlLimits: ControlLimits {

@@ -48,6 +48,13 @@ public struct Configuration: Sendable, Equatable {
     /// How often to scan the spool besides inotify: nil is `auto` (on a
     /// network file system only), 0 is `off`.
     public var spoolScanIntervalMilliseconds: Int64?
+    /// The outbox's limits (docs/sync.md, "A bounded outbox"): nil sizes
+    /// are derived from the state directory's file system at start.
+    public var outboxMaxJobs = OutboxLimitSettings.defaultMaxJobs
+    public var outboxMaxReceiptBytes: Int64?
+    public var diskReserve: OutboxLimitSettings.DiskReserve?
+    /// Where the daemon writes its figures in Prometheus's text format; nil: nowhere.
+    public var metricsFile: String?
     public var logTarget: Logger.Target = .auto
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
     public var backend = BackendKind.expenseServer
@@ -112,6 +119,12 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "spool_sidecar_window", flag: "--spool-sidecar-window", valueName: "DURATION", help: "a sidecar this late for a receipt taken alone edits its expense; 0 turns it off (default 10m)") { c, v throws(ConfigurationError) in c.spoolSidecarWindowMilliseconds = try duration(v, 0...(7 * day)) },
         Key(name: "spool_scan_interval", flag: "--spool-scan-interval", valueName: "DURATION", help: "also scan the spool this often; auto: every 10s on a network file system, never elsewhere; 0 or off: never (default auto)") { c, v throws(ConfigurationError) in c.spoolScanIntervalMilliseconds = try scanInterval(v) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
+        Key(name: "outbox_max_jobs", flag: "--outbox-max-jobs", valueName: "N", help: "jobs the outbox holds at most; adds past it are refused (default 100000)") { c, v throws(ConfigurationError) in c.outboxMaxJobs = try count(v, 1...100_000_000) },
+        Key(name: "outbox_max_receipt_bytes", flag: "--outbox-max-receipt-bytes", valueName: "SIZE|auto", help: "receipt bytes the outbox holds at most (default auto: 2G, or a quarter of the state directory's file system if less)") { c, v throws(ConfigurationError) in
+            c.outboxMaxReceiptBytes = v == "auto" ? nil : Int64(try size(v, (1 << 20)...(1 << 50)))
+        },
+        Key(name: "disk_reserve", flag: "--disk-reserve", valueName: "SIZE|PERCENT|auto", help: "free space of the state directory's file system that adds never take (default auto: 5%, at most 1G)") { c, v throws(ConfigurationError) in c.diskReserve = try reserve(v) },
+        Key(name: "metrics_file", flag: "--metrics-file", valueName: "FILE|none", help: "keep the daemon's figures in this file in Prometheus's text format (default none)") { c, v throws(ConfigurationError) in c.metricsFile = v == "none" ? nil : try path(v) },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target
@@ -240,14 +253,32 @@ func scanInterval(_ v: String) throws(ConfigurationError) -> Int64? {
     }
 }
 
-/// `1024`, `512K`, `25M`, `1G` (binary multiples; `KiB`, `MiB`, `GiB` too), within `range` bytes.
+/// `disk_reserve`: `auto` (nil), a size (``size(_:_:)``, 0 to 1T), or a
+/// whole percentage of the file system from 0% to 50% (more would keep
+/// most of it from the daemon that is meant to use it).
+func reserve(_ v: String) throws(ConfigurationError) -> OutboxLimitSettings.DiskReserve? {
+    if v == "auto" { return nil }
+    if v.hasSuffix("%") {
+        guard let percent = wholeNumber(v.dropLast()), percent <= 50 else {
+            throw ConfigurationError("must be auto, a size like 256M or 2G, or a percentage from 0% to 50%, like 5%")
+        }
+        return .percent(percent)
+    }
+    do {
+        return .bytes(Int64(try size(v, 0...(1 << 40))))
+    } catch {
+        throw ConfigurationError("must be auto, a size from 0 to 1T like 256M or 2G, or a percentage from 0% to 50%, like 5%")
+    }
+}
+
+/// `1024`, `512K`, `25M`, `1G`, `1T` (binary multiples; `KiB`, `MiB`, `GiB`, `TiB` too), within `range` bytes.
 func size(_ v: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
     func describe(_ n: Int) -> String {
-        for (suffix, unit) in [("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] where n >= unit && n % unit == 0 { return "\(n / unit)\(suffix)" }
+        for (suffix, unit) in [("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] where n >= unit && n % unit == 0 { return "\(n / unit)\(suffix)" }
         return "\(n)"
     }
     let bounds = "from \(describe(range.lowerBound)) to \(describe(range.upperBound))"
-    let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)]
+    let units: [(String, Int)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)]
     var number = Substring(v), factor = 1
     if let unit = units.first(where: { v.hasSuffix($0.0) }) {
         number = number.dropLast(unit.0.count)

@@ -20,6 +20,9 @@ final class ControlHandler: Sendable {
     let drainer: Drainer?
     /// Whose expenses each caller's requests are.
     let callers: CallerAccounts
+    /// Says in the journal when adds start being refused for room, and when
+    /// they are taken again.
+    let roomLog: RoomLog
 
     /// What the operations need to know of the configuration.
     struct Settings: Sendable, Equatable {
@@ -31,8 +34,11 @@ final class ControlHandler: Sendable {
     }
 
     init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
-         callers: CallerAccounts, queued: @escaping @Sendable () -> Void = {}) {
+         callers: CallerAccounts, roomLog: RoomLog, queued: @escaping @Sendable () -> Void = {},
+         roomFreed: @escaping @Sendable () -> Void = {}) {
         self.callers = callers
+        self.roomLog = roomLog
+        self.roomFreed = roomFreed
         self.queued = queued
         self.store = store
         self.server = server
@@ -49,6 +55,8 @@ final class ControlHandler: Sendable {
     }
     /// Work was queued (a receipt may wait for its copy).
     private let queued: @Sendable () -> Void
+    /// Pending work was removed: the outbox may have room again.
+    private let roomFreed: @Sendable () -> Void
 
     /// Handles requests until the server's stream ends, each in its own
     /// child task (at most one per connection is in flight). A discarding
@@ -123,6 +131,14 @@ final class ControlHandler: Sendable {
     /// errors are logged here, once.
     private func failure(_ error: Error, _ incoming: IncomingRequest) -> ControlFailure {
         let id = incoming.request.id
+        if let refusal = store.refusal(forFailure: error) {
+            // Counted and said once per refused request; a storm of them
+            // is the journal's at debug level only after the first of a kind.
+            store.countRefusal(refusal)
+            publisher.metrics?.poke()
+            roomLog.refused(refusal, what: "'\(incoming.request.command.operation.rawValue)'")
+            return ControlFailure(id: id, .outboxFull, refusal.message)
+        }
         switch error {
         case var failure as ControlFailure:
             failure.id = id
@@ -200,6 +216,7 @@ final class ControlHandler: Sendable {
             let (transactionID, removed) = try await store.discard(ref: ref, in: scope)
             logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
             publisher.markChanged()
+            roomFreed()
             return DiscardResult(transactionID: transactionID, discarded: removed)
         case .status:
             return try await status(scope)
@@ -232,6 +249,7 @@ final class ControlHandler: Sendable {
                         transactionID: result.transactionID)
             publisher.markChanged()
             wakeDrainer()
+            if result.droppedLocally { roomFreed() }
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .receipt:
             preconditionFailure("receipt is answered before perform is called")
@@ -247,6 +265,10 @@ final class ControlHandler: Sendable {
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
+            // Refused before a byte is copied when it cannot fit; the commit checks again.
+            if let size = try? receipt.status().size, size > 0 {
+                try await store.admit(.add(receiptBytes: size, copied: false))
+            }
             staged = try await stage(receipt)
             FaultPoints.hit("after-receipt-staged")
         }
@@ -258,6 +280,7 @@ final class ControlHandler: Sendable {
     /// After an add committed: log it, tell watchers and the drainer, and answer.
     private func added(_ result: EnqueueResult, account: String, receiptPath: String? = nil) -> AddResult {
         if result.isNew {
+            roomLog.admitted()
             let source = receiptPath.map { SourceRecord.file(path: $0).shown }
             logger.info("Queued expense\(result.hasReceipt ? " with receipt" : "")\(source.map { " '\($0.name)'" } ?? "")", transactionID: result.transactionID,
                         jobUUID: result.clientID, account: account, source: source?.compact, messageID: .expenseQueued)
@@ -287,6 +310,7 @@ final class ControlHandler: Sendable {
         var report = StatusReport(summary: summary, line: summary.line(nowMilliseconds: Clock.wallMilliseconds), serverURL: settings.serverURL,
                                   stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
                                   deviceID: store.deviceID, contact: contact)
+        report.outbox = try? await store.roomState()
         // With accounts: whose the summary is, or each account's part.
         if callers.tokens.directory != nil {
             switch scope {
@@ -319,14 +343,21 @@ final class ControlHandler: Sendable {
 }
 
 extension ControlHandler {
+    /// The figures of the metrics file: every account's.
+    func metricsText() async -> String? {
+        guard let summary = try? await publisher.current(.all), let stats = try? await statistics(.all) else { return nil }
+        return MetricsText.render(summary: summary, stats: stats, room: try? await store.roomState())
+    }
+
     /// `stats`: latency and failures since start (the engine's) and in
     /// total (the store's, so they exist even without a server).
     func statistics(_ scope: AccountScope) async throws -> StatsReport {
         let sinceStart = drainer?.sinceStart(in: scope) ?? SyncStats()
         let totals = try await store.totals(in: scope)
+        let refusals = try await store.refusalCounts()
         return StatsReport(
-            sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures),
+            sinceStart: .init(applied: sinceStart.applied, latency: sinceStart.latency, failures: sinceStart.failures, refusals: refusals.sinceStart),
             total: .init(applied: totals.latencyBuckets.values.reduce(0, +), latency: LatencySummary(histogram: totals.latencyBuckets),
-                         failures: totals.failures))
+                         failures: totals.failures, refusals: refusals.total))
     }
 }

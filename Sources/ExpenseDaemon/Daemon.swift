@@ -6,6 +6,7 @@ import OutboxStore
 import Posix
 import SpoolIntake
 import SyncEngine
+import Synchronization
 import Systemd
 
 /// `expensed`'s life, top to bottom: parse, trap signals, lock the state
@@ -78,9 +79,10 @@ public enum Daemon {
             throw StartupFailure(code: .cannotCreate, message: "Failed to lock '\(lockPath)': \(error.reason)")
         }
 
+        let room = roomSettings(configuration, logger: logger)
         let store: Store
         do {
-            store = try Store(stateDirectory: configuration.stateDirectory)
+            store = try Store(stateDirectory: configuration.stateDirectory, room: room)
         } catch {
             let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
@@ -89,6 +91,11 @@ public enum Daemon {
         if report.requeued > 0 { logger.notice("Requeued \(report.requeued) job(s) interrupted while sending; their resend is a replay") }
         for name in report.removedReceipts { logger.notice("Removed receipt file '\(name)' that no job references") }
         for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
+        do {
+            try store.establishHeadroom()
+        } catch {
+            logger.warning("Failed to set aside \(SizeText.describe(bytes: room.headroomBytes)) of headroom for the drain in '\(configuration.stateDirectory)': \(error.reason); adds count it as taken until there is room for it")
+        }
 
         let access = try accessPolicy(configuration)
         if let directory = configuration.accountsDirectory {
@@ -114,28 +121,43 @@ public enum Daemon {
         // The server's record exists with a server: the engine writes it,
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
-        let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
+        let metrics = configuration.metricsFile.map { MetricsFile(path: $0, logger: logger) }
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, metrics: metrics)
+        let roomLog = RoomLog(logger: logger)
+        // Set once the spool and the copier exist; called after every
+        // change of the drain (sending is what frees room), a discard, and
+        // a delete that dropped a chain. Cheap when nothing waits for room.
+        let roomWaiters = Mutex<[@Sendable () -> Void]>([])
+        let roomFreed: @Sendable () -> Void = {
+            for waiter in roomWaiters.withLock({ $0 }) { waiter() }
+        }
         store.changes.connect(server)
         let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.map { record in
                 let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
                 return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, tokens: tokens, logger: logger,
-                               onChange: { publisher.markChanged(); retention?.poke() })
+                               onChange: { publisher.markChanged(); retention?.poke(); roomFreed() })
             }
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
                                    recorded: { drainer?.trigger(); publisher.markChanged() })
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
-                                     settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers,
-                                     queued: { copier.poke() })
+                                     settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers, roomLog: roomLog,
+                                     queued: { copier.poke() }, roomFreed: roomFreed)
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
             try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
                                   events: SpoolEvents(queued: { copier.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
                                                       rejectedCount: { publisher.setSpoolRejected($0) },
+                                                      waitingForRoom: { publisher.setSpoolWaiting($0) },
                                                       accountOfOwner: { callers.account(ofOwner: $0) }))
+        }
+        roomWaiters.withLock { waiters in
+            waiters.append { copier.roomFreed() }
+            if let spool { waiters.append { spool.roomFreed() } }
+            if room.headroomBytes > 0 { waiters.append { store.restoreHeadroom() } }
         }
 
         // Without the socket (a sandbox without AF_NETLINK), the timer alone tells the network is back.
@@ -159,6 +181,7 @@ public enum Daemon {
             services.addTask { await copier.run() }
             if let retention { services.addTask { await retention.run() } }
             if let spool { services.addTask { await spool.run() } }
+            if let metrics { services.addTask { await metrics.run { await handler.metricsText() } } }
             if let drainer { services.addTask { await drainer.run() } }
             network?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
@@ -186,11 +209,39 @@ public enum Daemon {
             drainer?.shutdown()
             copier.stop()
             retention?.stop()
+            metrics?.stop()
             services.cancelAll()
         }
         withExtendedLifetime(lock) {}
         logger.info("Stopped")
         return 0
+    }
+
+    /// The outbox's limits for the state directory's file system as it is
+    /// now, and the drain's headroom on it, said once at start.
+    static func roomSettings(_ configuration: Configuration, logger: Logger) -> RoomSettings {
+        let directory = configuration.stateDirectory
+        let fileSystemBytes: Int64
+        do {
+            fileSystemBytes = try FileSystem.space(of: directory).totalBytes
+        } catch {
+            // Then no disk check either (its free space is unknown too); the caps are the limits.
+            logger.warning("Failed to read the size of the file system of '\(directory)': \(error.reason); limits that depend on it take their caps, ignoring")
+            fileSystemBytes = .max / 2
+        }
+        let limits = configuration.outboxLimits(fileSystemBytes: fileSystemBytes)
+        let headroom = OutboxLimitSettings.headroomBytes(fileSystemBytes: fileSystemBytes)
+        logger.info("Outbox limits: \(limits.maxJobs) jobs, \(SizeText.describe(bytes: limits.maxReceiptBytes)) of receipts, \(SizeText.describe(bytes: limits.diskReserveBytes)) kept free on the file system of '\(directory)'; \(SizeText.describe(bytes: headroom)) set aside for the drain")
+        return RoomSettings(limits: limits, headroomBytes: headroom, onHeadroom: { event in
+            switch event {
+            case .released(let bytes, let path):
+                logger.warning("The file system of '\(directory)' is full: gave the drain the \(SizeText.describe(bytes: bytes)) set aside in '\(path)' so that sending, which frees room, goes on; adds are refused until there is room")
+            case .walTruncated:
+                logger.warning("The file system of '\(directory)' is full: truncated the database's log so that sending, which frees room, goes on")
+            case .restored(let bytes):
+                logger.notice("Set aside \(SizeText.describe(bytes: bytes)) for the drain again in '\(directory)'")
+            }
+        })
     }
 
     static func accessPolicy(_ configuration: Configuration) throws -> AccessPolicy {

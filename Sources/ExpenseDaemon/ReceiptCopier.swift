@@ -24,6 +24,9 @@ final class ReceiptCopier: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let pokes: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
+    /// A copy could not be stored for lack of room: the next round waits
+    /// for room to free (``roomFreed()``), not for the next add.
+    private let waitingForRoom = Atomic<Bool>(false)
 
     /// - Parameter recorded: after each copy recorded or refused (the
     ///   drain may send the upload; `watch` may show the change).
@@ -39,6 +42,11 @@ final class ReceiptCopier: Sendable {
     /// Something may wait for its copy: an add, an edit, a spool take, a
     /// retry, a timer tick. Pokes while a round runs collapse into one more.
     func poke() { continuation.yield(()) }
+
+    /// The file system may have room again: a copy that found none is tried again.
+    func roomFreed() {
+        if waitingForRoom.exchange(false, ordering: .relaxed) { poke() }
+    }
 
     /// Ends ``run()`` promptly: a decoder in flight is killed, and its
     /// upload stays waiting for its copy (made at the next start).
@@ -63,40 +71,55 @@ final class ReceiptCopier: Sendable {
             if batch.isEmpty { return }
             for pending in batch {
                 if stopped.load(ordering: .relaxed) { return }
-                await copy(pending)
+                // No room: the rest would find none either; room freed pokes again.
+                guard await copy(pending) else { return }
             }
         }
     }
 
-    private func copy(_ pending: PendingCopy) async {
+    /// What became of one receipt's copy.
+    private enum Attempt: Sendable {
+        case made(MadeCopy)
+        case failed(CopyFailure)
+        /// It could not be stored: the file system is full.
+        case noRoom(SystemCallError)
+    }
+
+    /// Makes and records `pending`'s copy.
+    /// - Returns: false when it could not be stored for lack of room: the
+    ///   upload waits for its copy, which is made once there is room (a
+    ///   full disk is no fault of the receipt's).
+    private func copy(_ pending: PendingCopy) async -> Bool {
         let path = store.receipts.filePath(pending.fileName)
-        let made: Result<MadeCopy, CopyFailure>
+        let attempt: Attempt
         if pending.kind == .pdf {
-            made = .success(.original)
+            attempt = .made(.original)
         } else {
             logger.debug("Making the copy of receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID,
                          account: pending.account)
-            made = (try? await work.run { [decoder, store, stopping] () -> Result<MadeCopy, CopyFailure> in
+            attempt = (try? await work.run { [decoder, store, stopping] () -> Attempt in
                 do {
                     let original = try FileDescriptor.open(path, [.readOnly, .noFollow])
                     switch try decoder.copy(of: original, stopping: stopping) {
                     case .original:
-                        return .success(.original)
+                        return .made(.original)
                     case .copy(let kind, let bytes, _, _, _):
                         let name = "\(ClientID.make()).\(kind.fileExtension)"
                         try store.receipts.write(bytes, as: name)
-                        return .success(.copy(fileName: name, kind: kind, size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
+                        return .made(.copy(fileName: name, kind: kind, size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
                     }
                 } catch let failure as CopyFailure {
-                    return .failure(failure)
+                    return .failed(failure)
+                } catch let error as SystemCallError where error.isNoRoom {
+                    return .noRoom(error)
                 } catch {
-                    return .failure(CopyFailure("its bytes cannot be read or the copy stored: \(error)"))
+                    return .failed(CopyFailure("its bytes cannot be read or the copy stored: \(error)"))
                 }
-            }) ?? .failure(CopyFailure("the copy was not made"))
+            }) ?? .failed(CopyFailure("the copy was not made"))
         }
         do {
-            switch made {
-            case .success(let result):
+            switch attempt {
+            case .made(let result):
                 FaultPoints.hit("copy-before-record")
                 let took = try await store.recordCopy(pending, result, now: Clock.wallMilliseconds)
                 if case .copy(let name, let kind, let size, _) = result {
@@ -107,9 +130,15 @@ final class ReceiptCopier: Sendable {
                         try? store.receipts.remove(name)
                     }
                 }
-            case .failure(let failure) where failure == .stopped:
-                return
-            case .failure(let failure):
+            case .failed(let failure) where failure == .stopped:
+                return true
+            case .noRoom(let error):
+                if !waitingForRoom.exchange(true, ordering: .relaxed) {
+                    logger.warning("No room to store the copy of receipt '\(pending.fileName)' (\(error.call): \(error.reason)); uploads wait for their copies until there is room",
+                                   transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
+                }
+                return false
+            case .failed(let failure):
                 logger.warning("Receipt '\(pending.fileName)' cannot be read: \(failure.reason); its upload needs attention",
                                transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
                 try await store.copyFailed(pending, reason: failure.reason)
@@ -117,8 +146,9 @@ final class ReceiptCopier: Sendable {
         } catch {
             logger.error("Failed to record the copy of receipt '\(pending.fileName)': \(error)", transactionID: pending.transactionID,
                          jobUUID: pending.jobUUID, account: pending.account)
-            return
+            return true
         }
         recorded()
+        return true
     }
 }

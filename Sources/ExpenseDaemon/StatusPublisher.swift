@@ -22,12 +22,17 @@ public final class StatusPublisher: Sendable {
     /// the scopes watched, and the summaries published last.
     struct Extras {
         var spoolRejected = 0
+        var spoolWaiting = 0
         /// Every account's (systemd's `STATUS=` and admins), and those of the accounts someone watches.
         var scopes: Set<AccountScope> = [.all]
         var last: [AccountScope: QueueSummary]?
     }
 
-    init(store: Store, server: ControlServer, serverRecord: ServerRecord?) {
+    /// The metrics file, rewritten (coalesced) when the figures may have changed; nil: none.
+    let metrics: MetricsFile?
+
+    init(store: Store, server: ControlServer, serverRecord: ServerRecord?, metrics: MetricsFile? = nil) {
+        self.metrics = metrics
         self.store = store
         self.server = server
         self.serverRecord = serverRecord
@@ -39,6 +44,7 @@ public final class StatusPublisher: Sendable {
     /// `NOTIFY_SOCKET`, no watcher) this costs almost nothing: draining
     /// calls it for every job.
     public func markChanged() {
+        metrics?.poke()
         guard notifying || server.hasWatchers else {
             // Unpublished: the next summary must go out even if it equals
             // the last one published.
@@ -57,6 +63,15 @@ public final class StatusPublisher: Sendable {
         if changedCount { markChanged() }
     }
 
+    /// `count` spool files wait for room in the outbox now.
+    func setSpoolWaiting(_ count: Int) {
+        let changedCount = extras.withLock { extras -> Bool in
+            defer { extras.spoolWaiting = count }
+            return extras.spoolWaiting != count
+        }
+        if changedCount { markChanged() }
+    }
+
     /// The summary of `scope` as it is now: one account's queue, and its
     /// credentials' state; or everyone's. The spool's count is the
     /// machine's, in each.
@@ -66,7 +81,7 @@ public final class StatusPublisher: Sendable {
         case .all: summary.server = serverRecord?.current.state ?? .notConfigured
         case .account(let account): summary.server = serverRecord?.current.state(of: account) ?? .notConfigured
         }
-        summary.spoolRejected = extras.withLock { $0.spoolRejected }
+        (summary.spoolRejected, summary.spoolWaiting) = extras.withLock { ($0.spoolRejected, $0.spoolWaiting) }
         return summary
     }
 

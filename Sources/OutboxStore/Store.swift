@@ -15,6 +15,8 @@ public final class Store: Sendable {
     let database: DatabaseQueue
     /// Each committed transition of an expense's state, for `watch`.
     public let changes = ChangeFeed()
+    /// The limits an add is checked against, and the drain's headroom.
+    let room: Room
 
     /// `PRAGMA application_id` of an expensed database ("EXPD").
     static let applicationID: Int64 = 0x4558_5044
@@ -22,7 +24,9 @@ public final class Store: Sendable {
     /// Opens (creating if needed) the store in `stateDirectory` and brings
     /// its schema up to date. Never deletes or rewrites a file it does not
     /// recognize: it refuses with a message saying what to do.
-    public init(stateDirectory: String) throws(StoreError) {
+    /// - Parameter room: the outbox's limits and the drain's headroom
+    ///   (none by default); the headroom is set aside by ``establishHeadroom()``.
+    public init(stateDirectory: String, room: RoomSettings = RoomSettings()) throws(StoreError) {
         do {
             try FileSystem.makeDirectories(stateDirectory, mode: 0o700)
         } catch {
@@ -30,6 +34,7 @@ public final class Store: Sendable {
         }
         let path = "\(stateDirectory)/expensed.db"
         databasePath = path
+        self.room = Room(room, directory: stateDirectory)
         do {
             receipts = try ReceiptDirectory(path: "\(stateDirectory)/receipts")
         } catch {

@@ -173,6 +173,20 @@ public final class FileDescriptor: Sendable {
         try retrying("ftruncate") { Glibc.ftruncate(rawValue, off_t(size)) }
     }
 
+    /// Sets aside `length` bytes of the file system for the file from
+    /// offset 0, so that writing them cannot fail for lack of space.
+    /// Wraps `posix_fallocate(3)`, which returns its error rather than
+    /// setting `errno` (glibc writes a byte per block where the file
+    /// system has no `fallocate(2)`).
+    public func allocate(length: Int64) throws(SystemCallError) {
+        while true {
+            let code = Glibc.posix_fallocate(rawValue, 0, off_t(length))
+            if code == 0 { return }
+            if code == EINTR { continue }
+            throw SystemCallError(call: "posix_fallocate", errno: code)
+        }
+    }
+
     /// Wraps `fstat(2)`.
     public func status() throws(SystemCallError) -> FileStatus {
         var st = stat()

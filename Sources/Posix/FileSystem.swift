@@ -164,10 +164,31 @@ public enum FileSystem {
         }
     }
 
+    /// The size of the file system holding `path` and the space on it an
+    /// unprivileged writer may still use (`f_bavail`: what ext4 reserves
+    /// for root is not counted). Wraps `statvfs(3)`.
+    public static func space(of path: String) throws(SystemCallError) -> FileSystemSpace {
+        var info = statvfs()
+        try retrying("statvfs", path) { statvfs(path, &info) }
+        let block = Int64(info.f_frsize)
+        return FileSystemSpace(totalBytes: Int64(info.f_blocks) * block, availableBytes: Int64(info.f_bavail) * block)
+    }
+
     /// Reads a whole small file; `nil` when it holds more than `limit` bytes.
     public static func read(_ path: String, limit: Int = 1 << 20) throws(SystemCallError) -> [UInt8]? {
         let fd = try FileDescriptor.open(path, [.readOnly, .noCTTY])
         return try fd.readAll(limit: limit)
     }
 
+}
+
+/// A file system's size and what is left of it (``FileSystem/space(of:)``).
+public struct FileSystemSpace: Sendable, Equatable {
+    public var totalBytes: Int64
+    public var availableBytes: Int64
+
+    public init(totalBytes: Int64, availableBytes: Int64) {
+        self.totalBytes = totalBytes
+        self.availableBytes = availableBytes
+    }
 }

@@ -46,6 +46,9 @@ public struct SystemCallError: Error, Sendable, Equatable, CustomStringConvertib
     /// No space left (`ENOSPC`): for `inotify_add_watch`, the per-user limit
     /// on inotify watches (`inotify_add_watch(2)`).
     public var isNoSpace: Bool { errno == ENOSPC }
+    /// The file system has no room for it: no space left (`ENOSPC`) or the
+    /// user's quota reached (`EDQUOT`).
+    public var isNoRoom: Bool { errno == ENOSPC || errno == EDQUOT }
     /// True when the call would have blocked on a non-blocking descriptor.
     public var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
 }

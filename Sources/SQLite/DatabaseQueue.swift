@@ -60,6 +60,12 @@ public final class DatabaseQueue: Sendable {
         enqueue(Self.item(durability, body, complete: completion))
     }
 
+    /// Runs `body` on the queue, between transactions (none is opened for
+    /// it), without waiting for it: upkeep nobody waits on.
+    public func schedule(_ body: @escaping @Sendable (Connection) -> Void) {
+        queue.async { [box] in body(box.connection) }
+    }
+
     /// Runs `body` on the queue without waiting for it: a liveness probe
     /// (`body` runs only once the queue has finished what is before it).
     public func probe(_ body: @escaping @Sendable () -> Void) {
@@ -91,9 +97,9 @@ public final class DatabaseQueue: Sendable {
         WriteItem(durable: durability == .durable, run: { connection, alone in
             do {
                 let value = alone ? try body(connection) : try connection.savepoint { try body(connection) }
-                return (true, { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) })
+                return (nil, { commitError in complete(commitError.map { .failure($0) } ?? .success(value)) })
             } catch {
-                return (false, { _ in complete(.failure(error)) })
+                return (error, { _ in complete(.failure(error)) })
             }
         }, fail: { error in complete(.failure(error)) })
     }
@@ -143,17 +149,20 @@ public final class DatabaseQueue: Sendable {
             return []
         }
         let alone = items.count == 1
-        var outcomes: [(succeeded: Bool, complete: @Sendable (Error?) -> Void)] = []
+        var outcomes: [(error: Error?, complete: @Sendable (Error?) -> Void)] = []
         for (offset, item) in items.enumerated() {
             outcomes.append(item.run(connection, alone))
             if !connection.isInTransaction {
-                let error = SQLiteError(code: 4, message: "SQLite rolled the shared transaction back after another write failed; nothing of this write was stored")
+                // With the cause's code: a full disk is a full disk to every
+                // write it undid (the outbox refuses an add, the drain makes room).
+                let cause = outcomes.last?.error as? SQLiteError
+                let error = SQLiteError(code: cause?.code ?? 4, message: "SQLite rolled the shared transaction back after another write failed (\(cause?.message ?? "an error")); nothing of this write was stored")
                 for outcome in outcomes { outcome.complete(error) }
                 return items.dropFirst(offset + 1)
             }
         }
         var commitError: Error?
-        if alone && !outcomes[0].succeeded {
+        if alone && outcomes[0].error != nil {
             // Its own transaction: undo what it did before it threw.
             try? connection.execute("ROLLBACK", [])
         } else {
@@ -175,12 +184,12 @@ private struct PendingWrites: ~Copyable {
 }
 
 /// A write waiting for the next group commit. `run` executes it (in a
-/// savepoint unless it is alone) and returns whether it succeeded and what
-/// to do once the commit's outcome is known.
+/// savepoint unless it is alone) and returns its error, if it failed, and
+/// what to do once the commit's outcome is known.
 private struct WriteItem: Sendable {
     /// Whether the caller needs the commit on stable storage before it resumes.
     let durable: Bool
-    let run: @Sendable (Connection, _ alone: Bool) -> (succeeded: Bool, complete: @Sendable (Error?) -> Void)
+    let run: @Sendable (Connection, _ alone: Bool) -> (error: Error?, complete: @Sendable (Error?) -> Void)
     /// Resumes the caller with `error` without running the write.
     let fail: @Sendable (Error) -> Void
 }

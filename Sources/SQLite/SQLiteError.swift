@@ -23,6 +23,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var isNotADatabase: Bool { primaryCode == SQLITE_NOTADB || primaryCode == SQLITE_CORRUPT }
     /// The disk is full (`SQLITE_FULL`) or failed (`SQLITE_IOERR`).
     public var isIOFailure: Bool { primaryCode == SQLITE_FULL || primaryCode == SQLITE_IOERR }
+    /// The file system had no room for the write (`SQLITE_FULL`: SQLite's
+    /// unix VFS reports `ENOSPC` on the database or its WAL so).
+    public var isDiskFull: Bool { primaryCode == SQLITE_FULL }
 
     public var description: String {
         var text = "SQLite error \(code): \(message)"

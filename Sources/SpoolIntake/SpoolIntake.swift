@@ -52,6 +52,10 @@ final class SpoolIntake: Sendable {
     /// daemon stops, so that they are not taken again (start-up removes
     /// them, proven by their rows).
     private let stuck = Mutex<[SpoolFile]>([])
+    /// Files left in the spool until the outbox has room for them.
+    let roomWait = Mutex(SpoolRoomWait())
+    /// Told how many files wait for room, whenever that changes.
+    let onWaitingCount: @Sendable (Int) -> Void
 
     /// How long a file whose intake failed (a full disk, an I/O error)
     /// waits before it is tried again.
@@ -66,19 +70,29 @@ final class SpoolIntake: Sendable {
         /// Try these files again after this many milliseconds; they are
         /// still in the spool.
         case retry(afterMilliseconds: Int64)
+        /// The outbox has no room for them: they stay in the spool, and are
+        /// tried again when room frees (``SpoolService/roomFreed()``), or
+        /// after ``SpoolIntake/retryMilliseconds`` (room a file removed
+        /// elsewhere freed tells nobody).
+        case waitForRoom(OutboxRefusal)
 
         static let retryLater = Outcome.retry(afterMilliseconds: SpoolIntake.retryMilliseconds)
 
         var retryAfter: Int64? {
-            if case .retry(let milliseconds) = self { return milliseconds }
-            return nil
+            switch self {
+            case .done: nil
+            case .retry(let milliseconds): milliseconds
+            case .waitForRoom: SpoolIntake.retryMilliseconds
+            }
         }
     }
 
     init(directory: SpoolDirectory, store: Store, logger: Logger, maxBytes: Int, settleMilliseconds: Int64, sidecarWindowMilliseconds: Int64 = 0,
          onQueued: @escaping @Sendable () -> Void, onChange: @escaping @Sendable () -> Void,
-         accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") }) {
+         accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") },
+         onWaitingCount: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.accountOfOwner = accountOfOwner
+        self.onWaitingCount = onWaitingCount
         self.directory = directory
         self.store = store
         self.onChange = onChange
@@ -235,6 +249,17 @@ final class SpoolIntake: Sendable {
         }
         if let createError { return await reject(files.map { ($0.name, "sidecar field \(createError.description)") }) }
 
+        // Left in the spool before a byte is copied when it cannot fit; the commit checks again.
+        let copied = receiptFile != nil && early?.isCopy(of: receiptFile!.status) == true
+        do {
+            try await store.admit(.add(receiptBytes: receiptFile?.status.size, copied: copied))
+        } catch let refusal as OutboxRefusal {
+            return .waitForRoom(refusal)
+        } catch {
+            logger.error("Failed to read the outbox's use: \(error), skipping for now")
+            return .retryLater
+        }
+
         var staged: StagedReceipt?
         if let receiptFile, let copy = early, copy.isCopy(of: receiptFile.status) {
             staged = copy.staged
@@ -245,6 +270,7 @@ final class SpoolIntake: Sendable {
                     try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
                 }
             } catch let error as ReceiptError {
+                if let refusal = store.refusal(forFailure: error) { return .waitForRoom(refusal) }
                 return await refused(error, receipt: receiptFile, files: files)
             } catch {
                 logger.error("Failed to copy spool file '\(receiptFile.name.displayName)': \(reason(error)), skipping for now")
@@ -265,6 +291,8 @@ final class SpoolIntake: Sendable {
         do {
             queued = try await store.enqueueSpoolCreate(fields: fields, clientID: clientID, receipt: staged, files: records,
                                                         source: source, now: Clock.wallMilliseconds, account: account)
+        } catch let refusal as OutboxRefusal {
+            return .waitForRoom(refusal)
         } catch {
             logger.error("Failed to queue spool file '\(files[0].name.displayName)': \(error), skipping for now")
             return .retryLater

@@ -195,6 +195,22 @@ struct SpoolSchedule {
         return due.sorted { ($0.0, $0.1.names.first!) < ($1.0, $1.1.names.first!) }.map(\.1)
     }
 
+    /// Brings forward to `due` the time of the waiting files among `names`
+    /// (files left in the spool for room, when room may have freed); a
+    /// file due sooner, or not waiting (being taken, gone), is left alone.
+    mutating func hurry(_ names: Set<FileName>, due: Int64) {
+        func sooner(_ entries: inout [Waiting]) {
+            for index in entries.indices where names.contains(entries[index].name) && entries[index].due > due {
+                entries[index] = Waiting(name: entries[index].name, due: due)
+            }
+        }
+        for stem in groups.keys {
+            sooner(&groups[stem]!.receipts)
+            sooner(&groups[stem]!.sidecars)
+        }
+        sooner(&others)
+    }
+
     /// `take` is done (its files were queued, rejected, or left in place):
     /// its names are free again, and any that arrived meanwhile arrive now.
     /// - Parameter retryAfter: when the take failed and its files are to

@@ -50,7 +50,8 @@ public final class SpoolService: Sendable {
         if scan.isWarning { logger.warning(scan.message) } else { logger.info(scan.message) }
         let intake = SpoolIntake(directory: directory, store: store, logger: logger, maxBytes: settings.maxBytes,
                                  settleMilliseconds: settings.settleMilliseconds, sidecarWindowMilliseconds: settings.sidecarWindowMilliseconds,
-                                 onQueued: events.queued, onChange: events.changed, accountOfOwner: events.accountOfOwner)
+                                 onQueued: events.queued, onChange: events.changed, accountOfOwner: events.accountOfOwner,
+                                 onWaitingCount: events.waitingForRoom)
         try SpoolSetup.finishInterruptedIntakes(directory: directory, store: store, intake: intake, logger: logger)
         let watcher: SpoolWatcher
         do {
@@ -87,12 +88,21 @@ public final class SpoolService: Sendable {
                 case .take(let take):
                     group.addTask { [self] in
                         let outcome = await intake.take(take)
+                        intake.noteRoom(take, outcome)
                         watcher.finished(take, retryAfter: outcome.retryAfter)
                     }
                 }
                 running += 1
             }
         }
+    }
+
+    /// The outbox may have room again (a drain sent jobs, an expense was
+    /// discarded): the files waiting for room are tried again soon, at most
+    /// once a second however often this is said.
+    public func roomFreed() {
+        let names = intake.namesWaitingForRoom
+        if !names.isEmpty { watcher.hurry(names) }
     }
 
     /// Stops taking new files; intakes in progress finish (``run()`` returns then).

@@ -33,16 +33,19 @@ public struct SpoolEvents: Sendable {
     public var changed: @Sendable () -> Void
     /// `rejected/` holds this many files now.
     public var rejectedCount: @Sendable (Int) -> Void
+    /// This many files wait in the spool for room in the outbox now.
+    public var waitingForRoom: @Sendable (Int) -> Void
     /// The account of a file owned by this uid (the spool is sticky: the
     /// owner is the writer), or nil with why it has none.
     public var accountOfOwner: @Sendable (UInt32) -> (account: String?, reason: String)
 
     public init(queued: @escaping @Sendable () -> Void, changed: @escaping @Sendable () -> Void,
-                rejectedCount: @escaping @Sendable (Int) -> Void,
+                rejectedCount: @escaping @Sendable (Int) -> Void, waitingForRoom: @escaping @Sendable (Int) -> Void = { _ in },
                 accountOfOwner: @escaping @Sendable (UInt32) -> (account: String?, reason: String) = { _ in (AccountName.defaultName, "") }) {
         self.queued = queued
         self.changed = changed
         self.rejectedCount = rejectedCount
+        self.waitingForRoom = waitingForRoom
         self.accountOfOwner = accountOfOwner
     }
 }

@@ -46,6 +46,8 @@ final class SpoolWatcher: Sendable {
         var finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)] = []
         var pings: [@Sendable () -> Void] = []
         var stopping = false
+        /// Files waiting for room to try again soon (``hurry(_:)``).
+        var hurry: Set<FileName> = []
     }
 
     /// - Parameters:
@@ -84,6 +86,15 @@ final class SpoolWatcher: Sendable {
         wakeup.signal()
     }
 
+    /// The outbox may have room: `names`, waiting for it, are taken again
+    /// soon, at most once a second (a drain frees room a little at a time,
+    /// and each try of a file that still does not fit costs a look at it).
+    /// Safe from any thread.
+    func hurry(_ names: Set<FileName>) {
+        inbox.withLock { $0.hurry.formUnion(names) }
+        wakeup.signal()
+    }
+
     /// Stops handing out takes; files still waiting stay in the spool for
     /// the next start.
     func stop() {
@@ -110,20 +121,21 @@ final class SpoolWatcher: Sendable {
         continuation.yield(.copyEarly(name))
     }
 
-    fileprivate func collectInbox() -> (finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)], stopping: Bool) {
+    fileprivate func collectInbox() -> (finished: [(take: SpoolSchedule.Take, retryAfter: Int64?)], hurry: Set<FileName>, stopping: Bool) {
         wakeup.drain()
-        let (finished, pings, stopping) = inbox.withLock { inbox in
+        let (finished, pings, hurry, stopping) = inbox.withLock { inbox in
             defer {
                 inbox.finished = []
                 inbox.pings = []
+                inbox.hurry = []
             }
-            return (inbox.finished, inbox.pings, inbox.stopping)
+            return (inbox.finished, inbox.pings, inbox.hurry, inbox.stopping)
         }
         for ping in pings {
             FaultPoints.hit("spool-probe")
             ping()
         }
-        return (finished, stopping)
+        return (finished, hurry, stopping)
     }
 
     fileprivate var wakeupDescriptor: FileDescriptor { wakeup.descriptor }
@@ -142,6 +154,11 @@ private struct SpoolWatchLoop {
     var nextScan: Int64?
     /// The last periodic scan failed (and said so).
     var periodicScanFailed = false
+    /// When files waiting for room were last brought forward to (monotonic ms).
+    var lastHurry: Int64 = .min / 2
+
+    /// The shortest time between two tries of the files waiting for room.
+    static let hurryGapMilliseconds: Int64 = 1000
 
     struct Unsettled {
         var size: Int64
@@ -175,10 +192,16 @@ private struct SpoolWatchLoop {
                 watcher.logger.error("Failed to wait for spool events: \(error.reason); no longer watching '\(watcher.directory.path)'")
                 return
             }
-            let (finished, stopping) = watcher.collectInbox()
+            let (finished, hurry, stopping) = watcher.collectInbox()
             if stopping { return }
             for item in finished {
                 watcher.emit(schedule.finished(item.take, now: Self.now, retryAfter: item.retryAfter))
+            }
+            if !hurry.isEmpty {
+                // A try already set for later takes these too; else now, or a gap after the last.
+                let now = Self.now
+                lastHurry = lastHurry > now ? lastHurry : max(now, lastHurry + Self.hurryGapMilliseconds)
+                schedule.hurry(hurry, due: lastHurry)
             }
             if isWatching && ready.count > 1 && !ready[1].isEmpty { readEvents() }
             if isWatching, let interval = watcher.scanIntervalMilliseconds, let next = nextScan, Self.now >= next {

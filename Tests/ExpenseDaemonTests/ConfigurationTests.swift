@@ -38,6 +38,9 @@ import Testing
             "spool_sidecar_window": ["8d"], "receipt_max_edge": ["255", "20001"], "receipt_max_pixels": ["999", "1000000001"],
             "receipt_decode_timeout": ["999ms", "2h"], "receipt_original_retention": ["366d", "Forever", "NO", "never", "30 d"],
             "spool_scan_interval": ["1ms", "99ms", "2d", "Auto", "OFF", "never", "yes"],
+            "outbox_max_jobs": ["0", "100000001", "auto"],
+            "outbox_max_receipt_bytes": ["0", "1023K", "2P", "Auto", "none", "5%"],
+            "disk_reserve": ["51%", "100%", "5.5%", "%", "-5%", "+5%", "5 %", "1025G", "2T", "Auto", "none", "5%%"],
         ]
         #expect(Set(outOfRange.keys).isSubset(of: Set(Configuration.keys.map(\.name))))
         for (key, values) in outOfRange.sorted(by: { $0.key < $1.key }) {
@@ -94,6 +97,49 @@ import Testing
             try Configuration.parse(arguments: ["--backoff-base", "10s", "--backoff-cap", "5s"]) { _ in nil }
         }
         _ = try Configuration.parse(arguments: ["--backoff-base", "5s", "--backoff-cap", "5s"]) { _ in nil }
+    }
+
+    /// The outbox's limits: the defaults, what each key takes, and the
+    /// limits they make for a file system of a given size.
+    @Test func outboxLimits_parseAndResolve() throws {
+        let defaults = Configuration()
+        #expect(defaults.outboxMaxJobs == 100_000 && defaults.outboxMaxReceiptBytes == nil && defaults.diskReserve == nil && defaults.metricsFile == nil)
+        var c = Configuration()
+        try c.apply(fileText: "outbox_max_jobs = 5\noutbox_max_receipt_bytes = 30M\ndisk_reserve = 7%\nmetrics_file = /var/lib/node/expensed.prom\n",
+                    path: "x.conf")
+        #expect(c.outboxMaxJobs == 5 && c.outboxMaxReceiptBytes == 30 << 20 && c.diskReserve == .percent(7))
+        #expect(c.metricsFile == "/var/lib/node/expensed.prom")
+        for (text, expected) in [("256M", OutboxLimitSettings.DiskReserve.bytes(256 << 20)), ("0", .bytes(0)), ("1T", .bytes(1 << 40)),
+                                 ("0%", .percent(0)), ("50%", .percent(50))] {
+            #expect(try reserve(text) == expected, "\(text)")
+        }
+        #expect(try reserve("auto") == nil)
+        try c.apply(fileText: "outbox_max_receipt_bytes = auto\nmetrics_file = none\n", path: "y.conf")
+        #expect(c.outboxMaxReceiptBytes == nil && c.metricsFile == nil)
+        // auto never goes below the largest receipt taken: one could never be queued.
+        let small = c.outboxLimits(fileSystemBytes: 24 << 20)
+        #expect(small.maxReceiptBytes == 25 << 20)
+        #expect(small.diskReserveBytes == (24 << 20) / 100 * 7)
+        #expect(small.maxJobs == 5)
+        #expect(Configuration().outboxLimits(fileSystemBytes: 1 << 40) == OutboxLimits(maxJobs: 100_000, maxReceiptBytes: 2 << 30, diskReserveBytes: 1 << 30))
+    }
+
+    @Test func outboxReceiptBytesBelowTheLargestReceipt_isRefused() throws {
+        do {
+            _ = try BackendConfigurationTests.parse("outbox_max_receipt_bytes = 3M\n", [])
+            Issue.record("accepted")
+        } catch {
+            #expect("\(error)" == "outbox_max_receipt_bytes (3.0 MiB) is less than the largest receipt taken (receipt_max_bytes and spool_max_bytes: 25.0 MiB): such a receipt could never be queued")
+        }
+        #expect(throws: ConfigurationError.self) { try BackendConfigurationTests.parse("", ["--outbox-max-receipt-bytes", "3M", "--receipt-max-bytes", "1M"]) }
+        let c = try BackendConfigurationTests.parse("", ["--outbox-max-receipt-bytes", "3M", "--receipt-max-bytes", "1M", "--spool-max-bytes", "3M"])
+        #expect(c.outboxMaxReceiptBytes == 3 << 20)
+        do {
+            _ = try BackendConfigurationTests.parse("", ["--disk-reserve", "60%"])
+            Issue.record("accepted")
+        } catch {
+            #expect("\(error)".contains("--disk-reserve: must be auto, a size like 256M or 2G, or a percentage from 0% to 50%"), "\(error)")
+        }
     }
 
     @Test(arguments: ["--foreground=yes", "--help=1", "--version=no", "--config="])

@@ -111,7 +111,7 @@ import Testing
             try await store.write { db, _ in
                 try db.execute("DROP TABLE received_receipts")
                 try db.execute("ALTER TABLE receipt_originals DROP COLUMN removed_at")
-                try db.execute("DELETE FROM schema_migrations WHERE version = 9")
+                try db.execute("DELETE FROM schema_migrations WHERE version >= 9")
                 return ((), [])
             }
         }

@@ -9,6 +9,8 @@ public struct QueueSummary: Sendable, Equatable {
     public var server: ServerState = .notConfigured
     /// Files in the spool's `rejected/` now (reason files aside).
     public var spoolRejected = 0
+    /// Files left in the spool until the outbox has room for them.
+    public var spoolWaiting = 0
 
     public init() {}
 
@@ -36,6 +38,7 @@ public struct QueueSummary: Sendable, Equatable {
         case .needsCredentials: text += "; server needs credentials"
         }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
+        if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }
         return text
     }
 

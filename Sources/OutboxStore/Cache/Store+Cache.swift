@@ -45,7 +45,7 @@ extension Store {
     public func storeRefreshPage(_ expenses: [CanonicalExpense], cursor: String?, now: Int64,
                                  account: String = AccountName.defaultName) async throws -> [String] {
         // Deferred: a lost page is fetched again from the older cursor.
-        try await write(durability: .deferred) { db, watched in
+        try await write(durability: .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, expenses.map(\.transactionID))
             var versions: [String: Int] = [:]
             var held: Set<String> = []

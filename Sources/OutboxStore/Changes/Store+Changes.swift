@@ -11,8 +11,22 @@ extension Store {
     /// A write whose changes `watch` shows: `body` gets whether someone
     /// watches, and returns its value with the changes it made (none when
     /// nobody watches).
-    func write<T: Sendable>(durability: DatabaseQueue.Durability = .durable,
+    /// - Parameter usingHeadroom: a write of the drain (or one that frees
+    ///   room): when the file system is full, the drain's headroom is given
+    ///   up and the WAL truncated (``makeRoomForDrain()``), and the write
+    ///   tried once more. An add never uses it.
+    func write<T: Sendable>(durability: DatabaseQueue.Durability = .durable, usingHeadroom: Bool = false,
                             watched body: @escaping @Sendable (Connection, _ watched: Bool) throws -> (T, [ExpenseChange])) async throws -> T {
+        do {
+            return try await writeOnce(durability: durability, watched: body)
+        } catch let error as SQLiteError where error.isDiskFull && usingHeadroom {
+            guard await makeRoomForDrain() else { throw error }
+            return try await writeOnce(durability: durability, watched: body)
+        }
+    }
+
+    private func writeOnce<T: Sendable>(durability: DatabaseQueue.Durability,
+                                        watched body: @escaping @Sendable (Connection, _ watched: Bool) throws -> (T, [ExpenseChange])) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             database.write(durability: durability, { [changes] db in try body(db, changes.isWanted) }, completion: { [changes] result in
                 if case .success(let (_, made)) = result { changes.deliver(made, at: Clock.wallMilliseconds) }

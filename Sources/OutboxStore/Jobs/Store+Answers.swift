@@ -36,7 +36,7 @@ extension Store {
     public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
                          now: Int64) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
-        return try await write(durability: durable ? .durable : .deferred) { db, watched in
+        return try await write(durability: durable ? .durable : .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, answers.map(\.job.transactionID))
             func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
                 if answer.goneOnServer {
@@ -129,7 +129,7 @@ extension Store {
 
     /// Marks a job that cannot be sent at all (its receipt file is gone).
     public func markNeedsAttention(_ job: OutboxJob, error: String) async throws {
-        try await write(durability: .deferred) { db, watched in
+        try await write(durability: .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, [job.transactionID])
             try db.execute("""
                 UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE seq = ?

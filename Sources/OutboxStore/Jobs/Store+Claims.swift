@@ -57,7 +57,7 @@ extension Store {
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
-        return try await write { db, watched in
+        return try await write(usingHeadroom: true) { db, watched in
             let fresh = try db.query("""
                 SELECT \(Store.jobColumns) FROM jobs \(Store.jobCopies)
                 WHERE attempts = 0 AND transient_attempts = 0 AND \(Store.eligible)\(skip)
@@ -96,7 +96,7 @@ extension Store {
         // and no transaction.
         let sending = try await database.read { db in try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0 }
         guard sending > 0 else { return }
-        try await write(durability: .deferred) { db, watched in
+        try await write(durability: .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched,
                                           watched ? try db.query("SELECT DISTINCT transaction_id FROM jobs WHERE state = 'sending'") { $0.string(0) } : [])
             try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
@@ -143,7 +143,7 @@ extension Store {
     /// - Returns: the transaction ids of the expenses dropped.
     private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
         let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
-        let dropped = try await write(durability: unsentCreates.isEmpty ? .deferred : .durable) { db, watched in
+        let dropped = try await write(durability: unsentCreates.isEmpty ? .deferred : .durable, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, jobs.map(\.transactionID))
             try db.execute("""
                 UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),

@@ -79,7 +79,7 @@ extension Store {
     /// sent; otherwise queued edits and receipt uploads are dropped and one
     /// delete is queued.
     public func delete(ref: String, now: Int64, in scope: AccountScope = .all) async throws -> Deletion {
-        let (result, files) = try await write { db, watched -> ((Deletion, [String]), [ExpenseChange]) in
+        let (result, files) = try await write(usingHeadroom: true) { db, watched -> ((Deletion, [String]), [ExpenseChange]) in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let states = try StateChanges(db, watched: watched, [transactionID])
             let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)

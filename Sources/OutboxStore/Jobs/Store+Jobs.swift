@@ -27,6 +27,12 @@ extension Store {
     /// `account` is whose expense it is: every job of it is sent with that
     /// account's token. A client id already used by another account is
     /// refused as unknown, without saying whose it is.
+    ///
+    /// A new expense is refused with an ``OutboxRefusal`` when it does not
+    /// fit the outbox's limits (checked in the transaction, against counts
+    /// that include every write before it), or when the file system is
+    /// full at its commit; nothing of it remains. A retry of one already
+    /// queued is answered whatever the limits.
     public func enqueueCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, now: Int64,
                               account: String = AccountName.defaultName, receiptPath: String? = nil) async throws -> EnqueueResult {
         try await withCheckedThrowingContinuation { continuation in
@@ -49,7 +55,7 @@ extension Store {
             completion(.failure(error))
             return
         }
-        database.write({ db in
+        database.write({ [room] db in
             // The transaction id derives from the client id, so its index finds a retried add.
             let owners = try db.query(
                 "SELECT account FROM jobs WHERE transaction_id = ?1 AND kind = 'create' UNION SELECT account FROM expenses WHERE transaction_id = ?1",
@@ -62,6 +68,7 @@ extension Store {
                 let state = try Store.view(db, transactionID: transactionID)?.state ?? .synced
                 return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: false, hasReceipt: receiptKnown > 0, state: state)
             }
+            try Store.admit(db, .add(receiptBytes: receipt.map { Int64($0.size) }, copied: true), room: room)
             let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
                                               now: now, account: account)
             if let receiptPath, receipt != nil {
@@ -75,7 +82,8 @@ extension Store {
             if let added = try? result.get(), added.isNew {
                 emit { [ExpenseChange(account: account, transactionID: transactionID, from: nil, to: added.state.rawValue, reason: added.held)] }
             }
-            completion(result)
+            // A full file system at the commit refuses the add as a limit does.
+            completion(result.mapError { refusal(forFailure: $0) ?? $0 })
         })
     }
 
@@ -216,7 +224,7 @@ extension Store {
     /// that removal has committed. What the server already has stays.
     /// - Returns: the transaction id and how many jobs were removed.
     public func discard(ref: String, in scope: AccountScope = .all) async throws -> (transactionID: String, removed: Int) {
-        let (transactionID, files, removed) = try await write { db, watched in
+        let (transactionID, files, removed) = try await write(usingHeadroom: true) { db, watched in
             let transactionID = try Store.resolve(db, ref: ref, in: scope)
             let states = try StateChanges(db, watched: watched, [transactionID])
             let sending = try db.scalarInt("SELECT count(*) FROM jobs WHERE transaction_id = ? AND state = 'sending'", [.text(transactionID)]) ?? 0

@@ -43,7 +43,7 @@ extension Store {
     ///   it is then the caller's to remove.
     @discardableResult
     public func recordCopy(_ pending: PendingCopy, _ made: MadeCopy, now: Int64) async throws -> Bool {
-        try await write { db, _ in
+        try await write(usingHeadroom: true) { db, _ in
             let waiting = try db.queryFirst("""
                 SELECT 1 FROM jobs WHERE uuid = ? AND state = 'queued'
                   AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
@@ -69,7 +69,7 @@ extension Store {
     /// attention with `reason` (`retry` tries again, `discard` drops it;
     /// the bytes as received stay until then).
     public func copyFailed(_ pending: PendingCopy, reason: String) async throws {
-        try await write(durability: .deferred) { db, watched in
+        try await write(durability: .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, [pending.transactionID])
             try db.execute("""
                 UPDATE jobs SET state = 'needs_attention', last_error = ?, last_error_class = 'local' WHERE uuid = ? AND state = 'queued'
@@ -107,7 +107,7 @@ extension Store {
             try db.queryFirst("SELECT 1 FROM receipt_originals o WHERE \(Store.originalDue) LIMIT 1", [.integer(cutoff)]) { _ in true } ?? false
         }
         guard anyDue else { return [] }
-        let removed: [RemovedOriginal] = try await write { db, _ in
+        let removed: [RemovedOriginal] = try await write(usingHeadroom: true) { db, _ in
             let due = try db.query("""
                 SELECT o.job_uuid, o.transaction_id, o.file,
                        coalesce((SELECT account FROM expenses e WHERE e.transaction_id = o.transaction_id), '')

@@ -92,12 +92,13 @@ extension Store {
     /// transaction: an upload still queued and not on its way is dropped
     /// (the newest file wins, one upload); one in flight stays, and this
     /// one follows it. The staged file is removed when this fails, the
-    /// dropped uploads' files once it committed.
+    /// dropped uploads' files once it committed. A receipt that does not
+    /// fit the outbox's limits is refused (``OutboxRefusal``), as an add's.
     public func attachReceipt(ref: String, _ receipt: StagedReceipt, fields: ExpenseFields, now: Int64,
                               in scope: AccountScope = .all) async throws -> ExpenseView {
         let result: (after: ExpenseView, superseded: [String])
         do {
-            result = try await write { db, watched in
+            result = try await write { [room] db, watched in
                 let transactionID = try Store.resolve(db, ref: ref, in: scope)
                 let states = try StateChanges(db, watched: watched, [transactionID])
                 let view = try Store.viewToChange(db, transactionID: transactionID, ref: ref)
@@ -107,6 +108,8 @@ extension Store {
                     SELECT seq, receipt_file FROM jobs WHERE transaction_id = ? AND kind = 'receipt' AND state != 'sending'
                     """, [.text(transactionID)]) { ($0.int64(0), $0.optionalString(1)) }
                 for (seq, _) in superseded { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(seq)]) }
+                // After the uploads it replaces are gone: their room is this one's.
+                try Store.admit(db, OutboxLimits.Incoming(jobs: 1, receiptBytes: Int64(receipt.size)), room: room)
                 try db.execute("""
                     INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, account)
                     VALUES (\(Store.nextSeq), ?1, 'receipt', ?2, '{}', ?3, ?4, ?5, ?6, \(Store.accountOf(2)))
@@ -120,7 +123,7 @@ extension Store {
             }
         } catch {
             try? receipts.remove(receipt.fileName)
-            throw error
+            throw refusal(forFailure: error) ?? error
         }
         for file in result.superseded { try? receipts.remove(file) }
         return result.after

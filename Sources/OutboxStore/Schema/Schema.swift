@@ -277,5 +277,30 @@ enum Schema {
                 FROM receipt_digests d
                 WHERE NOT EXISTS (SELECT 1 FROM receipt_originals o WHERE o.transaction_id = d.transaction_id);
             """),
+        Migration(version: 10, sql: """
+            -- The receipt bytes the outbox holds (docs/sync.md, "A bounded
+            -- outbox"): every upload's bytes as received while its job is
+            -- there, and the legible copy made of it, kept on the counters'
+            -- page by triggers in the transaction of every change, so that
+            -- an add checks outbox_max_receipt_bytes without a scan. An
+            -- original kept after its upload (receipt_original_retention)
+            -- is the user's choice, not the outbox's: its job is gone.
+            -- Made so that running it again recounts and changes nothing else.
+            INSERT OR REPLACE INTO counters (name, value) VALUES ('receipt_bytes',
+                coalesce((SELECT sum(receipt_size) FROM jobs WHERE receipt_size IS NOT NULL), 0)
+                + coalesce((SELECT sum(size) FROM receipt_copies WHERE file IS NOT NULL AND size IS NOT NULL), 0));
+            CREATE TRIGGER IF NOT EXISTS jobs_receipt_bytes_insert AFTER INSERT ON jobs WHEN NEW.receipt_size IS NOT NULL BEGIN
+                UPDATE counters SET value = value + NEW.receipt_size WHERE name = 'receipt_bytes';
+            END;
+            CREATE TRIGGER IF NOT EXISTS jobs_receipt_bytes_delete AFTER DELETE ON jobs WHEN OLD.receipt_size IS NOT NULL BEGIN
+                UPDATE counters SET value = value - OLD.receipt_size WHERE name = 'receipt_bytes';
+            END;
+            CREATE TRIGGER IF NOT EXISTS copies_receipt_bytes_insert AFTER INSERT ON receipt_copies WHEN NEW.file IS NOT NULL AND NEW.size IS NOT NULL BEGIN
+                UPDATE counters SET value = value + NEW.size WHERE name = 'receipt_bytes';
+            END;
+            CREATE TRIGGER IF NOT EXISTS copies_receipt_bytes_delete AFTER DELETE ON receipt_copies WHEN OLD.file IS NOT NULL AND OLD.size IS NOT NULL BEGIN
+                UPDATE counters SET value = value - OLD.size WHERE name = 'receipt_bytes';
+            END;
+            """),
     ]
 }

@@ -63,13 +63,16 @@ extension Store {
     /// `spool_intake`, in one transaction: once it has committed, the files
     /// are a job, and a crash before their removal never makes a second one.
     /// `account` is the files' owner's; `source` is kept with the expense.
+    /// - Throws: ``OutboxRefusal`` when it does not fit the outbox's limits
+    ///   or the file system was full (the files are then the spool's still).
     package func enqueueSpoolCreate(fields: ExpenseFields, clientID: String, receipt: StagedReceipt?, files: [SpoolIntakeRecord],
                                     source: SourceRecord, now: Int64, account: String = AccountName.defaultName) async throws -> EnqueueResult {
         let transactionID = TransactionID.derive(from: clientID)
         let payload = try JobPayload.encode(fields: fields)
         let held: String?
         do {
-            held = try await write { db, watched in
+            held = try await write { [room] db, watched in
+                try Store.admit(db, .add(receiptBytes: receipt.map { Int64($0.size) }, copied: true), room: room)
                 let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
                                                   now: now, account: account)
                 try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
@@ -80,7 +83,7 @@ extension Store {
             }
         } catch {
             if let receipt { try? receipts.remove(receipt.fileName) }
-            throw error
+            throw refusal(forFailure: error) ?? error
         }
         return EnqueueResult(transactionID: transactionID, clientID: clientID, isNew: true, hasReceipt: receipt != nil,
                              state: held == nil ? .queued : .needsAttention, held: held)
