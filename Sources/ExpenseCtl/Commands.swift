@@ -90,7 +90,7 @@ let subcommands: [Subcommand] = [
                    it will remove and asks first (--yes does not ask); with standard input
                    not a terminal it never asks.
                    """, run: runDiscard),
-    Subcommand("status", "Show the queue and the server's state.", run: runStatus),
+    Subcommand("status", "Show the queue, the outbox's room and the server's state.", run: runStatus),
     Subcommand("watch", "Print one line per change of an expense's state, until interrupted.",
                options: [CommandOption("--summary", valueName: nil, help: "print the queue's newest summary each time it changes instead")],
                discussion: """
@@ -108,7 +108,7 @@ let subcommands: [Subcommand] = [
                    CommandOption("--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
                ],
                discussion: "Also resumes sending after the server refused the credentials, with the token file read again first.", run: runSync),
-    Subcommand("stats", "Show enqueue-to-applied latency and failures, since start and in total.", run: runStats),
+    Subcommand("stats", "Show enqueue-to-applied latency, failures and refusals for room, since start and in total.", run: runStats),
     Subcommand("edit", "Change fields of an expense, synced or still pending, or its receipt.", arguments: [idArgument],
                options: fieldOptions + [
                    CommandOption("--receipt", valueName: "FILE", help: "a receipt to attach (JPEG, PNG, PDF, HEIC, WebP, TIFF, PNM, BMP), replacing any it has", kind: .path),

@@ -29,13 +29,17 @@ import Testing
         summary.oldestJobMilliseconds = 1_795_000_000_000
         summary.server = .unreachable
         summary.spoolRejected = 2
-        return StatusReport(summary: summary, line: "3 queued", serverURL: "http://127.0.0.1:8080", stateDirectory: "/var/lib/expensed",
-                            spoolDirectory: nil, deviceID: "d",
-                            contact: .init(lastContactMilliseconds: nil, lastErrorClass: "transport", lastError: "refused", lastErrorMilliseconds: 1_795_000_000_500))
+        summary.spoolWaiting = 5
+        var report = StatusReport(summary: summary, line: "3 queued", serverURL: "http://127.0.0.1:8080", stateDirectory: "/var/lib/expensed",
+                                  spoolDirectory: nil, deviceID: "d",
+                                  contact: .init(lastContactMilliseconds: nil, lastErrorClass: "transport", lastError: "refused", lastErrorMilliseconds: 1_795_000_000_500))
+        report.outbox = OutboxRoomState(limits: OutboxLimits(maxJobs: 5, maxReceiptBytes: 3 << 20, diskReserveBytes: 0),
+                                        use: OutboxLimits.Use(jobs: 4, receiptBytes: 1 << 20, diskFreeBytes: -4096), headroomHeld: false)
+        return report
     }()
 
     static let stats = StatsReport(
-        sinceStart: .init(applied: 4, latency: LatencySummary(samples: [5, 9, 1, 40]), failures: ["transport": 2]),
+        sinceStart: .init(applied: 4, latency: LatencySummary(samples: [5, 9, 1, 40]), failures: ["transport": 2], refusals: ["jobs": 3, "disk_full": 1]),
         total: .init(applied: 0, latency: LatencySummary(histogram: [:]), failures: [:]))
 
     /// Encodes `value`, serializes and parses the line as expensectl would, and decodes it.
@@ -66,6 +70,11 @@ import Testing
         withoutServer.serverURL = nil
         #expect(try Self.roundTrip(withoutServer) == withoutServer)
         #expect(try Self.roundTrip(withoutServer).json["last_contact_at"] == nil, "no server: no contact members")
+        var unknownRoom = Self.status
+        unknownRoom.outbox = OutboxRoomState(limits: .none, use: OutboxLimits.Use(jobs: 0, receiptBytes: 0, diskFreeBytes: nil), headroomHeld: nil)
+        #expect(try Self.roundTrip(unknownRoom) == unknownRoom)
+        unknownRoom.outbox = nil
+        #expect(try Self.roundTrip(unknownRoom) == unknownRoom)
         #expect(try Self.roundTrip(Self.stats) == Self.stats)
         #expect(try Self.roundTrip(Self.status.summary) == Self.status.summary)
     }
@@ -95,6 +104,11 @@ import Testing
         #expect(summary.json == view)
         let queue = try Self.documentedExample(after: "### The summary")
         #expect(try QueueSummary(json: queue).json == queue)
+        // The outbox's room, as the member of a status it is.
+        let room = try Self.documentedExample(after: "### The outbox's room")
+        guard case .object(var status) = Self.status.json else { return }
+        status["outbox"] = room
+        #expect(try StatusReport(json: .object(status)).json["outbox"] == room)
     }
 
     @Test(arguments: ["state", "merchant", "pending_fields", "receipt", "version", "conflicts"])

@@ -14,7 +14,12 @@ import Testing
     /// The members of a summary of the queue (`sync --wait`, `watch`).
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
-        "server": "string", "spool_rejected": "integer",
+        "server": "string", "spool_rejected": "integer", "spool_waiting": "integer",
+    ]
+    /// The outbox's use against its limits, in `status`.
+    static let outboxRoom: Shape = [
+        "jobs": "integer", "max_jobs": "integer", "receipt_bytes": "integer", "max_receipt_bytes": "integer",
+        "disk_free": "integer|null", "disk_reserve": "integer", "headroom_held": "boolean|null",
     ]
     /// One expense in `list`.
     static let expenseSummary: Shape = [
@@ -87,11 +92,14 @@ import Testing
         expect(status, is: Self.queueSummary.merging([
             "line": "string", "server_url": "string|null", "state_dir": "string", "spool_dir": "string|null", "device_id": "string",
             "last_contact_at": "string|null", "last_error": "string|null", "last_error_class": "string|null", "last_error_at": "string|null",
+            "outbox": "object",
         ]) { $1 })
+        expect(try #require(status["outbox"]), is: Self.outboxRoom)
+        #expect(status["outbox"]?["jobs"] == 1 && status["outbox"]?["max_jobs"] == 100_000, "the edit waits: \(status.serialized())")
 
         _ = try Self.json(sync.daemon, ["sync", "--wait", "--timeout", "30"])
         let stats = try Self.json(sync.daemon, ["stats"])
-        let half: Shape = ["applied": "integer", "failures": "object", "latency_ms": "object"]
+        let half: Shape = ["applied": "integer", "failures": "object", "latency_ms": "object", "refusals": "object"]
         expect(stats, is: ["since_start": "object", "total": "object"])
         for part in ["since_start", "total"] {
             let value = try #require(stats[part])
