@@ -154,7 +154,7 @@ extension StatusReport {
         return OutboxRoomState(limits: OutboxLimits(maxJobs: try m.int("max_jobs"), maxReceiptBytes: try m.integer("max_receipt_bytes"),
                                                     diskReserveBytes: try m.integer("disk_reserve")),
                                use: OutboxLimits.Use(jobs: try m.int("jobs"), receiptBytes: try m.integer("receipt_bytes"),
-                                                     diskFreeBytes: try m.nullableInteger("disk_free")),
+                                                     diskFreeBytes: try m.nullableInteger("disk_free"), headroomMissing: held == false),
                                headroomHeld: held)
     }
 }

@@ -15,6 +15,8 @@ final class MetricsFile: Sendable {
     private let continuation: AsyncStream<Void>.Continuation
     /// The last write failed (and said so): said again only once one works.
     private let failing = Atomic<Bool>(false)
+    /// The write, with its `fsync`s, off Swift's cooperative pool.
+    private let writer = BlockingExecutor(label: "metrics", width: 1)
 
     /// The shortest time between two writes.
     static let gapMilliseconds: Int64 = 1000
@@ -34,7 +36,7 @@ final class MetricsFile: Sendable {
     func run(figures: @escaping @Sendable () async -> String?) async {
         poke()
         for await _ in pokes {
-            if let text = await figures() { write(text) }
+            if let text = await figures() { try? await writer.run { [self] in write(text) } }
             try? await Task.sleep(for: .milliseconds(Self.gapMilliseconds))
         }
     }

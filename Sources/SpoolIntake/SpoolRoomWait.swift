@@ -47,7 +47,13 @@ extension SpoolIntake {
     func noteRoom(_ take: SpoolSchedule.Take, _ outcome: Outcome) {
         var refusal: OutboxRefusal?
         if case .waitForRoom(let why) = outcome { refusal = why }
-        let change = roomWait.withLock { $0.finished(take.names, waiting: refusal != nil) }
+        // The count is told under the lock: two takes finishing at once
+        // must not tell theirs in the other order and leave the older.
+        let change = roomWait.withLock { wait in
+            let change = wait.finished(take.names, waiting: refusal != nil)
+            if let count = change.count { onWaitingCount(count) }
+            return change
+        }
         let what = take.names.map { "'\($0.displayName)'" }.joined(separator: " and ")
         if let refusal {
             if change.isNewRefusal { store.countRefusal(refusal) }
@@ -58,7 +64,6 @@ extension SpoolIntake {
             }
         }
         if change.ended { logger.notice("The outbox has room again: the spool files that waited for it are taken") }
-        if let count = change.count { onWaitingCount(count) }
     }
 
     /// The names of the files that wait for room.

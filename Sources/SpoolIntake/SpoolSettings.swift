@@ -34,6 +34,8 @@ public struct SpoolEvents: Sendable {
     /// `rejected/` holds this many files now.
     public var rejectedCount: @Sendable (Int) -> Void
     /// This many files wait in the spool for room in the outbox now.
+    /// Called under the spool's lock of that count, so in order: it must
+    /// return at once and call nothing of the spool's.
     public var waitingForRoom: @Sendable (Int) -> Void
     /// The account of a file owned by this uid (the spool is sticky: the
     /// owner is the writer), or nil with why it has none.

@@ -34,7 +34,8 @@ import Testing
                                   spoolDirectory: nil, deviceID: "d",
                                   contact: .init(lastContactMilliseconds: nil, lastErrorClass: "transport", lastError: "refused", lastErrorMilliseconds: 1_795_000_000_500))
         report.outbox = OutboxRoomState(limits: OutboxLimits(maxJobs: 5, maxReceiptBytes: 3 << 20, diskReserveBytes: 0),
-                                        use: OutboxLimits.Use(jobs: 4, receiptBytes: 1 << 20, diskFreeBytes: -4096), headroomHeld: false)
+                                        use: OutboxLimits.Use(jobs: 4, receiptBytes: 1 << 20, diskFreeBytes: 4096, headroomMissing: true),
+                                        headroomHeld: false)
         return report
     }()
 

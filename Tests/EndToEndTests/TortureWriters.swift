@@ -127,8 +127,8 @@ final class TortureWriters: Sendable {
             let answer = try client.readJSONLine()
             if answer["ok"] == true { return .acknowledged(answer["result"]?["transaction_id"]?.stringValue ?? "") }
             let code = answer["error"]?["code"]?.stringValue ?? ""
-            // The daemon is stopping, or busy: no acknowledgement, nothing promised.
-            if ["shutting_down", "too_many_connections", "idle_timeout", "storage_failed"].contains(code) { return .notAcknowledged }
+            // The daemon is stopping, busy, or has no room: no acknowledgement, nothing promised.
+            if ["shutting_down", "too_many_connections", "idle_timeout", "storage_failed", "outbox_full"].contains(code) { return .notAcknowledged }
             return .refused(answer.serialized())
         } catch {
             // The daemon died with the request: no answer, nothing promised.

@@ -13,6 +13,7 @@ import Testing
         let jobs: Int
         let receiptBytes: Int64
         let free: Int64?
+        var headroomMissing = false
         let incoming: OutboxLimits.Incoming
         let expected: OutboxRefusal?
         var testDescription: String { name }
@@ -47,15 +48,17 @@ import Testing
              incoming: .add(receiptBytes: MiB, copied: false), expected: .diskReserve(directory: "/s", free: 5 * MiB - 1, incoming: MiB, reserve: 4 * MiB)),
         Case(name: "the same receipt copied already is counted by the file system", jobs: 0, receiptBytes: 0, free: 5 * MiB - 1,
              incoming: .add(receiptBytes: MiB, copied: true), expected: nil),
-        Case(name: "free space below zero (the drain's headroom given up)", jobs: 0, receiptBytes: 0, free: -MiB,
-             incoming: .add(receiptBytes: nil, copied: false), expected: .diskReserve(directory: "/s", free: -MiB, incoming: 0, reserve: 4 * MiB)),
+        Case(name: "the drain's headroom given up: full, whatever is free", jobs: 0, receiptBytes: 0, free: 100 * MiB, headroomMissing: true,
+             incoming: .add(receiptBytes: nil, copied: false), expected: .diskFull(directory: "/s", cause: "the drain is using the room set aside for it")),
+        Case(name: "the headroom given up, and at the job limit: jobs first", jobs: 5, receiptBytes: 0, free: 100 * MiB, headroomMissing: true,
+             incoming: .add(receiptBytes: nil, copied: false), expected: .jobs(queued: 5, incoming: 1, limit: 5)),
         Case(name: "free space unknown: no disk check", jobs: 0, receiptBytes: 0, free: nil,
              incoming: .add(receiptBytes: MiB, copied: false), expected: nil),
     ]
 
     @Test(arguments: cases)
     func admission(_ c: Case) {
-        let use = OutboxLimits.Use(jobs: c.jobs, receiptBytes: c.receiptBytes, diskFreeBytes: c.free)
+        let use = OutboxLimits.Use(jobs: c.jobs, receiptBytes: c.receiptBytes, diskFreeBytes: c.free, headroomMissing: c.headroomMissing)
         #expect(Self.limits.admit(c.incoming, into: use, directory: "/s") == c.expected)
     }
 
@@ -75,7 +78,7 @@ import Testing
         #expect(disk.reason == .diskReserve)
         #expect(disk.message == "the outbox is full: the file system of /var/lib/expensed has 12.0 MiB free, below the reserve of 256.0 MiB (disk_reserve); sending frees room, as does freeing space there; nothing was stored, try again later")
         let withReceipt = OutboxRefusal.diskReserve(directory: "/s", free: -5, incoming: 2048, reserve: 1 << 30)
-        #expect(withReceipt.message.contains("has 0 bytes free (2.0 KiB more with this receipt), below the reserve of 1.0 GiB"))
+        #expect(withReceipt.message.contains("has 0 bytes free; this receipt's 2.0 KiB would leave less than the reserve of 1.0 GiB (disk_reserve); "))
         let full = OutboxRefusal.diskFull(directory: "/s", cause: "write: No space left on device")
         #expect(full.reason == .diskFull)
         #expect(full.message.hasPrefix("the outbox is full: the file system of /s is full (write: No space left on device); "))

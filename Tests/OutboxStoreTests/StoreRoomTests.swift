@@ -130,21 +130,22 @@ import Testing
     }
 
     /// The disk check with the file system's figures given by the test:
-    /// the reserve, and the drain's headroom counted as taken once given up.
-    @Test func belowTheReserve_anAddIsRefused_andAHeadroomGivenUpCountsAsTaken() async throws {
+    /// the reserve, and no add at all while the drain's headroom is given up.
+    @Test func belowTheReserve_anAddIsRefused_andWhileTheHeadroomIsGivenUpEveryAdd() async throws {
         let available = Mutex<Int64>(100 << 20)
         let state = directory.at("state")
         let store = try Store(stateDirectory: state, room: RoomSettings(
             limits: OutboxLimits(maxJobs: 100, maxReceiptBytes: .max, diskReserveBytes: 10 << 20), headroomBytes: 1 << 20,
             space: { _ in FileSystemSpace(totalBytes: 200 << 20, availableBytes: available.withLock { $0 }) }))
-        await #expect(throws: OutboxRefusal.diskReserve(directory: state, free: (10 << 20) - 1, incoming: 0, reserve: 10 << 20)) {
-            available.withLock { $0 = 100 << 20 }
-            // Not set aside yet: it counts as taken.
+        // Not set aside yet: the file system counts as full.
+        await #expect(throws: OutboxRefusal.diskFull(directory: state, cause: "the drain is using the room set aside for it")) {
             try await store.admit(.add(receiptBytes: nil, copied: false))
-            available.withLock { $0 = (11 << 20) - 1 }
-            try await add(store)
         }
         try store.establishHeadroom()
+        available.withLock { $0 = (10 << 20) - 1 }
+        await #expect(throws: OutboxRefusal.diskReserve(directory: state, free: (10 << 20) - 1, incoming: 0, reserve: 10 << 20)) {
+            try await add(store)
+        }
         #expect(FileSystem.exists("\(state)/expensed.headroom"))
         #expect(try FileSystem.status("\(state)/expensed.headroom").size == 1 << 20)
         available.withLock { $0 = 10 << 20 }
@@ -156,14 +157,20 @@ import Testing
         #expect(await store.makeRoomForDrain())
         #expect(!FileSystem.exists("\(state)/expensed.headroom"))
         #expect(try await store.roomState().headroomHeld == false)
-        available.withLock { $0 = (11 << 20) - 1 }
-        await #expect(throws: OutboxRefusal.diskReserve(directory: state, free: (10 << 20) - 1, incoming: 0, reserve: 10 << 20)) { try await add(store) }
-        // Room for it twice over: set aside again, on the store's queue.
+        available.withLock { $0 = 20 << 20 }
+        await #expect(throws: OutboxRefusal.diskFull(directory: state, cause: "the drain is using the room set aside for it")) { try await add(store) }
+        // Less than twice its size free: not yet.
+        available.withLock { $0 = (2 << 20) - 1 }
+        store.restoreHeadroom()
+        _ = try await store.summary()
+        #expect(try await store.roomState().headroomHeld == false)
+        // Room for it twice over: set aside again, on the store's queue, and adds are taken.
         available.withLock { $0 = 50 << 20 }
         store.restoreHeadroom()
         _ = try await store.summary()
         #expect(try await store.roomState().headroomHeld == true)
         #expect(try FileSystem.status("\(state)/expensed.headroom").size == 1 << 20)
+        try await add(store)
     }
 
     /// SQLite's own `SQLITE_FULL` (a database that may not grow, as on a

@@ -29,17 +29,20 @@ public struct OutboxLimits: Sendable, Equatable {
     public struct Use: Sendable, Equatable {
         public var jobs: Int
         public var receiptBytes: Int64
-        /// Free space of the file system for the daemon's adds: what
-        /// `statvfs` reports available, less the part of the daemon's
-        /// headroom it has given up (the headroom is the drain's). Nil
-        /// when it cannot be read: no disk check, the commit's `ENOSPC`
-        /// still refuses.
+        /// Free space of the file system (what `statvfs` reports available
+        /// to an unprivileged writer). Nil when it cannot be read: no disk
+        /// check, the commit's `ENOSPC` still refuses.
         public var diskFreeBytes: Int64?
+        /// The drain's headroom is not set aside: the file system filled
+        /// and the drain took it (or it could not be made at start). The
+        /// space it frees is the drain's until it is set aside again.
+        public var headroomMissing: Bool
 
-        public init(jobs: Int, receiptBytes: Int64, diskFreeBytes: Int64?) {
+        public init(jobs: Int, receiptBytes: Int64, diskFreeBytes: Int64?, headroomMissing: Bool = false) {
             self.jobs = jobs
             self.receiptBytes = receiptBytes
             self.diskFreeBytes = diskFreeBytes
+            self.headroomMissing = headroomMissing
         }
     }
 
@@ -71,7 +74,8 @@ public struct OutboxLimits: Sendable, Equatable {
     /// Whether `incoming` fits: nil when it does, else the first limit it
     /// would go past, jobs before receipt bytes before the disk. A limit
     /// is reached when the add would take the use past it: at exactly the
-    /// limit the add is taken.
+    /// limit the add is taken. While the drain's headroom is missing, the
+    /// file system counts as full.
     /// - Parameter directory: the state directory, named in a disk refusal.
     public func admit(_ incoming: Incoming, into use: Use, directory: String) -> OutboxRefusal? {
         if incoming.jobs > 0, use.jobs > maxJobs - incoming.jobs {
@@ -79,6 +83,9 @@ public struct OutboxLimits: Sendable, Equatable {
         }
         if incoming.receiptBytes > 0, use.receiptBytes > maxReceiptBytes - incoming.receiptBytes {
             return .receiptBytes(held: use.receiptBytes, incoming: incoming.receiptBytes, limit: maxReceiptBytes)
+        }
+        if use.headroomMissing {
+            return .diskFull(directory: directory, cause: "the drain is using the room set aside for it")
         }
         if let free = use.diskFreeBytes, free - incoming.unwrittenBytes < diskReserveBytes {
             return .diskReserve(directory: directory, free: free, incoming: incoming.unwrittenBytes, reserve: diskReserveBytes)

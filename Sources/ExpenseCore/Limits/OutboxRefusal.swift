@@ -42,9 +42,10 @@ public enum OutboxRefusal: Error, Sendable, Equatable, CustomStringConvertible {
                 + "(outbox_max_receipt_bytes), and this receipt is \(SizeText.describe(bytes: incoming)); "
                 + "they leave as the server takes them; nothing was stored, try again later"
         case .diskReserve(let directory, let free, let incoming, let reserve):
-            let need = incoming > 0 ? " (\(SizeText.describe(bytes: incoming)) more with this receipt)" : ""
-            return "the outbox is full: the file system of \(directory) has \(SizeText.describe(bytes: max(0, free))) free\(need), "
-                + "below the reserve of \(SizeText.describe(bytes: reserve)) (disk_reserve); "
+            let shortfall = incoming > 0
+                ? "; this receipt's \(SizeText.describe(bytes: incoming)) would leave less than the reserve of \(SizeText.describe(bytes: reserve))"
+                : ", below the reserve of \(SizeText.describe(bytes: reserve))"
+            return "the outbox is full: the file system of \(directory) has \(SizeText.describe(bytes: max(0, free))) free\(shortfall) (disk_reserve); "
                 + "sending frees room, as does freeing space there; nothing was stored, try again later"
         case .diskFull(let directory, let cause):
             return "the outbox is full: the file system of \(directory) is full (\(cause)); "

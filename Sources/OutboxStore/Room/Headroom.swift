@@ -7,7 +7,7 @@ import Synchronization
 /// finds the file system full. Sending is what frees space, and sending
 /// needs a little (a claim, the answers, in the WAL): a file system filled
 /// by someone else must not stop it. Adds never use it: while it is given
-/// up, the outbox counts it as taken, and it is set aside again once
+/// up, adds are refused as on a full disk, and it is set aside again once
 /// there is room.
 final class Headroom: Sendable {
     let path: String
@@ -18,9 +18,6 @@ final class Headroom: Sendable {
         self.path = path
         self.bytes = bytes
     }
-
-    /// What it lacks of its size: 0 while the file holds it.
-    var missingBytes: Int64 { held.withLock { $0 } ? 0 : bytes }
 
     var isHeld: Bool { held.withLock { $0 } }
 

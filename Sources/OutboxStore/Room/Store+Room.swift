@@ -59,13 +59,13 @@ final class Room: Sendable {
     /// The headroom's file in the state directory.
     static let headroomName = "expensed.headroom"
 
-    /// The free space adds may use: what the file system has available,
-    /// less the headroom the drain gave up (it is the drain's still).
-    /// Nil when it cannot be read.
-    func freeForAdds() -> Int64? {
-        guard let available = try? space(directory).availableBytes else { return nil }
-        return available - (headroom?.missingBytes ?? 0)
+    /// The free space of the file system; nil when it cannot be read.
+    func free() -> Int64? {
+        try? space(directory).availableBytes
     }
+
+    /// The drain's headroom is not set aside (it took it, or it could not be made).
+    var headroomMissing: Bool { headroom.map { !$0.isHeld } ?? false }
 
     /// Whether an add must look at the file system at all.
     var checksDisk: Bool { limits.diskReserveBytes > 0 || headroom != nil }
@@ -90,7 +90,8 @@ extension Store {
     static func admit(_ db: Connection, _ incoming: OutboxLimits.Incoming, room: Room) throws {
         guard room.limits != .none || room.checksDisk else { return }
         let (jobs, bytes) = try outboxCounts(db)
-        let use = OutboxLimits.Use(jobs: jobs, receiptBytes: bytes, diskFreeBytes: room.checksDisk ? room.freeForAdds() : nil)
+        let use = OutboxLimits.Use(jobs: jobs, receiptBytes: bytes, diskFreeBytes: room.checksDisk ? room.free() : nil,
+                                   headroomMissing: room.headroomMissing)
         if let refusal = room.limits.admit(incoming, into: use, directory: room.directory) { throw refusal }
     }
 
@@ -143,7 +144,8 @@ extension Store {
     /// The outbox's use against its limits now.
     public func roomState() async throws -> OutboxRoomState {
         let (jobs, bytes) = try await database.read { db in try Store.outboxCounts(db) }
-        return OutboxRoomState(limits: room.limits, use: OutboxLimits.Use(jobs: jobs, receiptBytes: bytes, diskFreeBytes: room.freeForAdds()),
+        return OutboxRoomState(limits: room.limits, use: OutboxLimits.Use(jobs: jobs, receiptBytes: bytes, diskFreeBytes: room.free(),
+                                                                         headroomMissing: room.headroomMissing),
                                headroomHeld: room.headroom?.isHeld)
     }
 
