@@ -108,12 +108,20 @@ final class SpoolIntake: Sendable {
     /// Copies a receipt that waits for its sidecar, so that taking it later
     /// is quick (``SpoolEarlyCopies``). What cannot be copied is left for
     /// the take to find out again, and to reject or report.
+    /// A receipt the outbox has no room for is not copied: its take
+    /// finds out again, and leaves it waiting.
     func copyEarly(_ name: FileName, ticket: UInt64) async {
-        let copy = try? await blocking.run { [directory, store, maxBytes] () -> SpoolEarlyCopies.Copy? in
+        var copy: SpoolEarlyCopies.Copy?
+        let opened = try? await blocking.run { [directory, maxBytes] () -> SpoolFile? in
             guard case .file(let file) = try directory.open(name, maxBytes: maxBytes) else { return nil }
+            return file
+        }
+        if let file = opened ?? nil, (try? await store.admit(.add(receiptBytes: file.status.size, copied: false))) != nil {
             FaultPoints.hit("spool-after-open")
-            let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
-            return SpoolEarlyCopies.Copy(file: file, staged: staged)
+            copy = try? await blocking.run { [store, maxBytes] () -> SpoolEarlyCopies.Copy in
+                let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
+                return SpoolEarlyCopies.Copy(file: file, staged: staged)
+            }
         }
         if copy != nil { FaultPoints.hit("spool-after-stage") }
         earlyCopies.finish(name, ticket: ticket, copy: copy)
