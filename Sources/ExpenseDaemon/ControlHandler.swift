@@ -135,6 +135,8 @@ final class ControlHandler: Sendable {
             // Counted and said once per refused request; a storm of them
             // is the journal's at debug level only after the first of a kind.
             store.countRefusal(refusal)
+            // A headroom given up, and room back meanwhile: the next add need not wait for the drain to notice.
+            store.restoreHeadroom()
             publisher.metrics?.poke()
             roomLog.refused(refusal, what: "'\(incoming.request.command.operation.rawValue)'")
             return ControlFailure(id: id, .outboxFull, refusal.message)

@@ -57,6 +57,7 @@ extension SpoolIntake {
         let what = take.names.map { "'\($0.displayName)'" }.joined(separator: " and ")
         if let refusal {
             if change.isNewRefusal { store.countRefusal(refusal) }
+            store.restoreHeadroom()
             if change.started {
                 logger.warning("Spool file \(what) waits for room in the outbox, and so will others: \(refusal.message); they stay in the spool and are taken as room frees")
             } else {

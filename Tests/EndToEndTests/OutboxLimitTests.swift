@@ -127,12 +127,8 @@ import Testing
     /// them remains. Room made, the same adds are taken.
     @Test func aFullStateFileSystem_refusesAddsWithExit75_andTakesThemOnceThereIsRoom() throws {
         let daemon = DaemonHarness(arguments: ["--disk-reserve", "0"])
-        let small = try SmallFileSystem(mountPoint: daemon.stateDirectory, size: "16m")
-        daemon.launcher = small.launcher
-        try daemon.start()
+        let state = try SmallFileSystem.start(daemon, megabytes: 16)
         defer { daemon.stop() }
-        let state = small.path(daemonPID: try daemon.daemonPID())
-        try SmallFileSystem.waitUntilMounted(state, maximumBytes: 16 << 20)
         #expect(daemon.log.contains("set aside for the drain"))
         #expect(try daemon.ctl(Self.add("Before", clientID: ClientID.make())).status == 0)
 
@@ -175,12 +171,8 @@ import Testing
     @Test func aStateFileSystemFilledWhileAdding_losesNothingAcknowledged() throws {
         let sync = try SyncHarness(daemonArguments: ["--disk-reserve", "0"], startServer: false)
         let daemon = sync.daemon
-        let small = try SmallFileSystem(mountPoint: daemon.stateDirectory, size: "24m")
-        daemon.launcher = small.launcher
-        try daemon.start()
+        let state = try SmallFileSystem.start(daemon, megabytes: 24)
         defer { daemon.stop() }
-        let state = small.path(daemonPID: try daemon.daemonPID())
-        try SmallFileSystem.waitUntilMounted(state, maximumBytes: 24 << 20)
         let foreign = try FileDescriptor.open("\(state)/foreign.bin", [.writeOnly, .create, .exclusive], mode: 0o600)
 
         var acknowledged: [(clientID: String, digest: String?)] = []
@@ -234,13 +226,9 @@ import Testing
     @Test func aFullStateFileSystem_doesNotStopTheDrain() throws {
         let sync = try SyncHarness()
         let daemon = sync.daemon
-        let small = try SmallFileSystem(mountPoint: daemon.stateDirectory, size: "24m")
-        daemon.launcher = small.launcher
         sync.writeToken("not-the-token")
-        try daemon.start()
+        let state = try SmallFileSystem.start(daemon, megabytes: 24)
         defer { daemon.stop() }
-        let state = small.path(daemonPID: try daemon.daemonPID())
-        try SmallFileSystem.waitUntilMounted(state, maximumBytes: 24 << 20)
 
         // Queued while the server refuses the token: all sending pauses.
         var queued: [(clientID: String, digest: String?)] = []

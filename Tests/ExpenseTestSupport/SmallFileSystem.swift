@@ -36,6 +36,23 @@ public struct SmallFileSystem: Sendable {
         }
     }
 
+    /// Starts `daemon` with its state directory on a tmpfs of `megabytes`
+    /// of its own; the caller stops it (the mount goes with it).
+    /// - Returns: the state directory as the test reaches it.
+    public static func start(_ daemon: DaemonHarness, megabytes: Int) throws -> String {
+        let small = try SmallFileSystem(mountPoint: daemon.stateDirectory, size: "\(megabytes)m")
+        daemon.launcher = small.launcher
+        try daemon.start()
+        do {
+            let state = small.path(daemonPID: try daemon.daemonPID())
+            try waitUntilMounted(state, maximumBytes: Int64(megabytes) << 20)
+            return state
+        } catch {
+            daemon.stop()
+            throw error
+        }
+    }
+
     /// Appends up to `bytes` to `file` (a foreign file: no daemon's name),
     /// then, if the file system ran out, fills what is left page by page.
     /// - Returns: true when the file system is full (`ENOSPC`).

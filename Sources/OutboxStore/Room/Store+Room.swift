@@ -159,7 +159,8 @@ extension Store {
     /// Sets the headroom aside again, on the store's queue and without
     /// waiting, once it was given up and the file system has room for it
     /// twice over (so that the drain, which gave it up, is not short again
-    /// at once). Cheap while it is held: called after every drain change.
+    /// at once). Cheap while it is held: called after every drain change,
+    /// and at every refusal (a daemon with no server has no drain to ask).
     public func restoreHeadroom() {
         guard let headroom = room.headroom, !headroom.isHeld else { return }
         database.schedule { [room] _ in
