@@ -24,9 +24,10 @@ final class ReceiptCopier: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let pokes: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
-    /// A copy could not be stored for lack of room: the next round waits
-    /// for room to free (``roomFreed()``), not for the next add.
-    private let waitingForRoom = Atomic<Bool>(false)
+    /// A copy could not be stored for lack of room, with this much free
+    /// then: the next round waits until there is more (``roomFreed()``),
+    /// rather than decode a receipt again only to find no room again.
+    private let waitingForRoom = Mutex<Int64?>(nil)
 
     /// - Parameter recorded: after each copy recorded or refused (the
     ///   drain may send the upload; `watch` may show the change).
@@ -43,9 +44,17 @@ final class ReceiptCopier: Sendable {
     /// retry, a timer tick. Pokes while a round runs collapse into one more.
     func poke() { continuation.yield(()) }
 
-    /// The file system may have room again: a copy that found none is tried again.
+    /// The file system may have room again: a copy that found none is
+    /// tried again once there is more free than when it failed. Cheap
+    /// (a `statvfs`, only while one waits): called after every drain change.
     func roomFreed() {
-        if waitingForRoom.exchange(false, ordering: .relaxed) { poke() }
+        let retry = waitingForRoom.withLock { failedAt -> Bool in
+            guard let before = failedAt else { return false }
+            guard let now = try? FileSystem.space(of: store.receipts.path).availableBytes, now > before else { return false }
+            failedAt = nil
+            return true
+        }
+        if retry { poke() }
     }
 
     /// Ends ``run()`` promptly: a decoder in flight is killed, and its
@@ -133,7 +142,12 @@ final class ReceiptCopier: Sendable {
             case .failed(let failure) where failure == .stopped:
                 return true
             case .noRoom(let error):
-                if !waitingForRoom.exchange(true, ordering: .relaxed) {
+                let free = (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
+                let first = waitingForRoom.withLock { failedAt -> Bool in
+                    defer { failedAt = free }
+                    return failedAt == nil
+                }
+                if first {
                     logger.warning("No room to store the copy of receipt '\(pending.fileName)' (\(error.call): \(error.reason)); uploads wait for their copies until there is room",
                                    transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
                 }

@@ -279,4 +279,54 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: foreignPath), "the foreign file is not the daemon's to remove")
         #expect(try daemon.ctl(Self.add("After", clientID: ClientID.make())).status == 0)
     }
+
+    /// A receipt whose legible copy cannot be stored for lack of room
+    /// (a binary PPM, which no backend takes as it is) does not make its
+    /// upload need attention: the upload waits for its copy, made once
+    /// there is room, and then goes.
+    @Test func aCopyWithoutRoom_waitsForRoom_andIsMadeOnceThereIsSome() throws {
+        let files = TemporaryDirectory(prefix: "copy-room")
+        _ = try RealReceiptFiles.make(in: files)
+        let ppm = files.at("phone.ppm")
+        let size = try FileSystem.status(ppm).size
+        let sync = try SyncHarness(daemonArguments: ["--disk-reserve", "0"])
+        let daemon = sync.daemon
+        sync.writeToken("not-the-token")
+        let state = try SmallFileSystem.start(daemon, megabytes: 24)
+        defer { daemon.stop() }
+        try waitUntil(timeout: 20, "the first pass to pause for the token") {
+            try daemon.request(["op": "status"])["result"]?["server"] == "needs_credentials"
+        }
+
+        // The file system is left with room for the receipt and its commit, a little more at a time, and no more.
+        let foreignPath = "\(state)/foreign.bin"
+        let foreign = try FileDescriptor.open(foreignPath, [.writeOnly, .create, .exclusive], mode: 0o600)
+        try SmallFileSystem.fill(with: foreign)
+        let filled = try foreign.status().size
+        let clientID = ClientID.make()
+        var margin: Int64 = 32 << 10
+        var added = false
+        while !added && margin < 1 << 20 {
+            try foreign.truncate(to: filled - size - margin)
+            let result = try daemon.ctl(Self.add("Copy later", clientID: clientID, receipt: ppm))
+            added = result.status == 0
+            if !added { #expect(result.status == 75, "\(result.stderr)") }
+            margin += 32 << 10
+        }
+        #expect(added, "taken with \(margin >> 10) KiB to spare")
+        try waitUntil(timeout: 60, "the copy to find no room") { daemon.log.contains("No room to store the copy of receipt") }
+        let transactionID = TransactionID.derive(from: clientID)
+        let jobs = try #require(try daemon.ctlJSON(["show", transactionID])["jobs"]?.arrayValue)
+        #expect(jobs.allSatisfy { $0["state"] == "queued" }, "nothing needs attention for a full disk: \(jobs)")
+
+        // Room again; the token right: the create goes, and with it the copy is made and the upload sent.
+        try FileSystem.remove(foreignPath)
+        sync.writeToken(sync.token)
+        #expect(try daemon.ctl(["sync"]).status == 0)
+        try sync.waitUntilDrained(timeout: 120)
+        let record = try #require(try sync.serverRecords().first { $0.transactionID == transactionID })
+        let original = Hex.encode(SHA256.hash([UInt8](try #require(FileManager.default.contents(atPath: ppm)))))
+        #expect(record.receiptDigest != nil && record.receiptDigest != original, "the legible copy was sent")
+        #expect(daemon.log.contains("Receipt copy made"))
+    }
 }
