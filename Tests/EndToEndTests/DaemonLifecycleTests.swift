@@ -1,6 +1,7 @@
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+@testable import Posix
 import SQLite
 import Testing
 
@@ -94,6 +95,24 @@ import Testing
         ], timeout: 20)
         #expect(other.status == 75)
         #expect(other.stderr.contains("is in use by process \(daemon.process!.pid)"), "\(other.stderr)")
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    /// A process that was given the lock file's open description (as a
+    /// child still between fork and exec of a daemon killed meanwhile is)
+    /// does not keep the state directory locked once the lock's taker is gone.
+    @Test func theLocksDescriptorInAnotherProcess_doesNotKeepTheStateDirectoryLocked() throws {
+        let daemon = DaemonHarness()
+        try FileSystem.makeDirectories(daemon.stateDirectory, mode: 0o700)
+        var lock: FileLock? = try FileLock(path: "\(daemon.stateDirectory)/expensed.lock")
+        let holder = try Subprocess("/bin/sleep", arguments: ["600"], standardInput: .descriptor(lock!.descriptor))
+        defer {
+            holder.signal(SIGKILL)
+            _ = holder.wait()
+        }
+        lock = nil
+        try daemon.start()
+        defer { daemon.stop() }
         #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
