@@ -155,8 +155,10 @@ public enum Daemon {
         // route socket) finds the server after a sleep.
         let bus: BusWatch? = drainer.flatMap { drainer in
             do throws(SystemCallError) {
-                return try BusWatch(logger: logger, events: BusWatch.Events(resumed: { drainer.networkRegained("resumed from sleep") },
-                                                                           metered: { drainer.networkMetered($0) }))
+                let watch = try BusWatch(logger: logger, events: BusWatch.Events(resumed: { drainer.networkRegained("resumed from sleep") },
+                                                                                metered: { drainer.networkMetered($0) }))
+                drainer.metered.expectWord()
+                return watch
             } catch {
                 logger.warning("Not watching the system bus (\(error.reason)); a resume from sleep waits for the drain timer, and nothing is held on a metered link")
                 return nil

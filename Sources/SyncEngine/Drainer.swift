@@ -115,6 +115,7 @@ public final class Drainer: Sendable {
     /// not metered). A pass starts when this lets held jobs go; the summary
     /// is published again (it counts the jobs held).
     public func networkMetered(_ link: NetworkMetered?) {
+        defer { metered.markHeard() }
         let (before, after) = metered.update { $0.link = link }
         guard before != after else { return }
         let said = link.map { "NetworkManager: \($0.name)" } ?? "no NetworkManager"
@@ -189,10 +190,17 @@ public final class Drainer: Sendable {
         }
     }
 
+    /// How long the first pass waits for the link's state at start: the bus
+    /// watch's connection and NetworkManager's answer (5 s at most each).
+    static let meteredWordMilliseconds: Int64 = 10_000
+
     public func run() async {
         if tokens.hasDefaultAccount, let problem = tokens.source(for: AccountName.defaultName).current().problem {
             logger.warning(tokens.directory != nil ? "\(problem); the default account's expenses wait for it" : "\(problem); requests go without credentials")
         }
+        // Not a byte before the link is known not to be metered (or the
+        // bus's answer is overdue: then nothing is held).
+        await metered.waitForFirstWord(milliseconds: Self.meteredWordMilliseconds)
         trigger()
         for await _ in triggers {
             await pass()
