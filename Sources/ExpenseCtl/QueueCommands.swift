@@ -139,6 +139,7 @@ private func watchSummaries(_ context: Context) throws -> ExitStatus {
             Output.out(summary.json.serialized())
         } else {
             var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
+            if summary.held > 0 { line += "; \(summary.held) held (metered link)" }
             if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
             Output.out(line)
         }
