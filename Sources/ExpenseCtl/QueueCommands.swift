@@ -63,7 +63,8 @@ func meteredText(_ metered: StatusReport.MeteredState, held: Int) -> String {
     let isMetered = network == "yes" || network == "guess-yes"
     var text = "\(isMetered ? "metered" : "not metered") (NetworkManager: \(network.escapingControlCharacters()))"
     if let hold = metered.hold {
-        text += "; \(hold.escapingControlCharacters()), \(held) held; 'expensectl sync --now' sends them once"
+        text += "; \(hold.escapingControlCharacters())"
+        text += held > 0 ? ", \(held) held; 'expensectl sync --now' sends them once" : "; nothing is waiting"
     } else if isMetered {
         text += metered.mode == "ignore" ? "; nothing is held (metered = ignore)" : "; sending what it holds once ('expensectl sync --now')"
     }
