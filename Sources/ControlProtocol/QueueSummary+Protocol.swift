@@ -13,6 +13,7 @@ extension QueueSummary: ControlResult {
             "oldest_job_at": timestampJSON(oldestJobMilliseconds),
             "server": .string(server.rawValue),
             "spool_rejected": .integer(spoolRejected),
+            "held": .integer(held),
         ]
     }
 
@@ -28,5 +29,6 @@ extension QueueSummary: ControlResult {
         oldestJobMilliseconds = try m.nullableTimestamp("oldest_job_at")
         server = try m.choice("server", ServerState.self)
         spoolRejected = try m.int("spool_rejected")
+        held = try m.int("held")
     }
 }

@@ -1,6 +1,6 @@
 import DaemonSupport
-import DaemonSupport
 import ExpenseCore
+import SyncEngine
 
 /// Everything `expensed` can be told, from `/etc/expensed/expensed.conf`
 /// and command-line flags (flags win). docs/configuration.md lists each key.
@@ -49,6 +49,8 @@ public struct Configuration: Sendable, Equatable {
     /// network file system only), 0 is `off`.
     public var spoolScanIntervalMilliseconds: Int64?
     public var logTarget: Logger.Target = .auto
+    /// What a metered link holds back (NetworkManager's `Metered`, docs/sync.md).
+    public var metered = MeteredMode.pauseReceipts
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
     public var backend = BackendKind.expenseServer
     public var ihatemoneyPayer: String?
@@ -112,6 +114,10 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "spool_sidecar_window", flag: "--spool-sidecar-window", valueName: "DURATION", help: "a sidecar this late for a receipt taken alone edits its expense; 0 turns it off (default 10m)") { c, v throws(ConfigurationError) in c.spoolSidecarWindowMilliseconds = try duration(v, 0...(7 * day)) },
         Key(name: "spool_scan_interval", flag: "--spool-scan-interval", valueName: "DURATION", help: "also scan the spool this often; auto: every 10s on a network file system, never elsewhere; 0 or off: never (default auto)") { c, v throws(ConfigurationError) in c.spoolScanIntervalMilliseconds = try scanInterval(v) },
         Key(name: "spool_max_bytes", flag: "--spool-max-bytes", valueName: "SIZE", help: "largest spool file taken (default 25M)") { c, v throws(ConfigurationError) in c.spoolMaxBytes = try size(v, 1...(4 << 30)) },
+        Key(name: "metered", flag: "--metered", valueName: "pause-receipts|pause|ignore", help: "on a metered link (NetworkManager): hold receipt uploads, all sending, or nothing (default pause-receipts)") { c, v throws(ConfigurationError) in
+            guard let mode = MeteredMode(rawValue: v) else { throw ConfigurationError("must be pause-receipts, pause or ignore") }
+            c.metered = mode
+        },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target

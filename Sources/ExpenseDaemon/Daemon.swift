@@ -114,14 +114,17 @@ public enum Daemon {
         // The server's record exists with a server: the engine writes it,
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
-        let publisher = StatusPublisher(store: store, server: server, serverRecord: record)
+        let metered: MeteredRecord? = configuration.serverURL == nil ? nil : MeteredRecord(mode: configuration.metered)
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered)
         store.changes.connect(server)
         let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
-            record.map { record in
-                let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
-                return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, tokens: tokens, logger: logger,
-                               onChange: { publisher.markChanged(); retention?.poke() })
+            record.flatMap { record in
+                metered.map { metered in
+                    let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
+                    return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, metered: metered,
+                                   tokens: tokens, logger: logger, onChange: { publisher.markChanged(); retention?.poke() })
+                }
             }
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
@@ -147,6 +150,20 @@ public enum Daemon {
                 return nil
             }
         }
+        // logind's resume from sleep and NetworkManager's Metered, over the
+        // system bus; without it, nothing is held and the timer (or the
+        // route socket) finds the server after a sleep.
+        let bus: BusWatch? = drainer.flatMap { drainer in
+            do throws(SystemCallError) {
+                let watch = try BusWatch(logger: logger, events: BusWatch.Events(resumed: { drainer.networkRegained("resumed from sleep") },
+                                                                                metered: { drainer.networkMetered($0) }))
+                drainer.metered.expectWord()
+                return watch
+            } catch {
+                logger.warning("Not watching the system bus (\(error.reason)); a resume from sleep waits for the drain timer, and nothing is held on a metered link")
+                return nil
+            }
+        }
         server.start(direct: { handler.answerDirectly($0) })
         let summary = try await publisher.current()
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
@@ -161,6 +178,7 @@ public enum Daemon {
             if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
             network?.start()
+            bus?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
                                         drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
@@ -183,6 +201,7 @@ public enum Daemon {
             await server.shutdown()
             await handling.value
             network?.stop()
+            bus?.stop()
             drainer?.shutdown()
             copier.stop()
             retention?.stop()

@@ -14,7 +14,7 @@ import Testing
     /// The members of a summary of the queue (`sync --wait`, `watch`).
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
-        "server": "string", "spool_rejected": "integer",
+        "server": "string", "spool_rejected": "integer", "held": "integer",
     ]
     /// One expense in `list`.
     static let expenseSummary: Shape = [
@@ -59,7 +59,7 @@ import Testing
         expect(waited, is: Self.queueSummary)
         #expect(waited["queued"] == 0 && waited["sending"] == 0 && waited["server"] == "ok")
         let triggered = try Self.json(sync.daemon, ["sync", "--refresh"])
-        expect(triggered, is: ["triggered": "boolean", "refresh": "boolean"])
+        expect(triggered, is: ["triggered": "boolean", "refresh": "boolean", "now": "boolean"])
         #expect(triggered["refresh"] == true)
 
         let listed = try Self.json(sync.daemon, ["list"])
@@ -87,6 +87,7 @@ import Testing
         expect(status, is: Self.queueSummary.merging([
             "line": "string", "server_url": "string|null", "state_dir": "string", "spool_dir": "string|null", "device_id": "string",
             "last_contact_at": "string|null", "last_error": "string|null", "last_error_class": "string|null", "last_error_at": "string|null",
+            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null",
         ]) { $1 })
 
         _ = try Self.json(sync.daemon, ["sync", "--wait", "--timeout", "30"])

@@ -1,5 +1,6 @@
 import ExpenseCore
 @testable import ExpenseDaemon
+import SyncEngine
 import Testing
 
 @Suite struct ConfigurationTests {
@@ -81,6 +82,30 @@ import Testing
             var configuration = Configuration()
             try configuration.apply(fileText: "spool_scan_interval = sometimes\n", path: "x.conf")
         }
+    }
+
+    @Test func metered_isPauseReceiptsPauseOrIgnore_andNothingElse() throws {
+        #expect(Configuration().metered == .pauseReceipts, "receipt uploads wait on a metered link unless told")
+        for mode in MeteredMode.allCases {
+            var configuration = Configuration()
+            try configuration.apply(fileText: "metered = \(mode.rawValue)\n", path: "x.conf")
+            #expect(configuration.metered == mode)
+            #expect(try Configuration.parse(arguments: ["--metered", mode.rawValue]) { _ in nil } == .run(with { $0.metered = mode }))
+        }
+        for garbage in ["", "yes", "no", "Pause", "PAUSE-RECEIPTS", "pause_receipts", "pause,ignore", "0", "1", "true", "\u{1B}[2J"] {
+            var configuration = Configuration()
+            #expect(throws: ConfigurationError("metered: must be pause-receipts, pause or ignore", file: "x.conf", line: 1), "'\(garbage)'") {
+                try configuration.apply(fileText: "metered = \(garbage)\n", path: "x.conf")
+            }
+        }
+        do {
+            _ = try Configuration.parse(arguments: ["--metered", "sometimes"]) { _ in nil }
+            Issue.record("--metered sometimes was accepted")
+        } catch let error as UsageError {
+            #expect("\(error)".contains("--metered: must be pause-receipts, pause or ignore"), "\(error)")
+        }
+        // The flag wins over the file, as every flag does.
+        #expect(try Configuration.parse(arguments: ["--metered", "ignore"]) { _ in "metered = pause\n" } == .run(with { $0.metered = .ignore }))
     }
 
     func with(_ change: (inout Configuration) -> Void) -> Configuration {
