@@ -95,6 +95,8 @@ let package = Package(
         .target(name: "ExpenseServer", dependencies: ["ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                      "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
+        // Reading a receipt's text into suggested fields: pure, no I/O.
+        .target(name: "ReceiptReading", dependencies: ["ExpenseCore"]),
         // Thin executables.
         .target(name: "ReceiptCopy", dependencies: ["ExpenseCore", "Posix"]),
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
@@ -129,6 +131,7 @@ let package = Package(
         .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "SpoolIntakeTests", dependencies: ["SpoolIntake", "DaemonSupport", "OutboxStore", "ExpenseCore", "ExpenseTestSupport",
                                                          "Posix", "SQLite"]),
+        .testTarget(name: "ReceiptReadingTests", dependencies: ["ReceiptReading", "ExpenseCore"]),
         .testTarget(name: "ReceiptCopyTests", dependencies: ["ReceiptCopy", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
         .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
