@@ -53,7 +53,10 @@ extension ReceiptParser {
             guard !Vocabulary.contains(line.label, Vocabulary.documentWords), !Vocabulary.contains(line.label, Vocabulary.contactWords) else { continue }
             // An address: a house number with words (`12 High Street`), a postcode.
             if line.words.contains(where: { $0.allSatisfy(\.isASCIIDigit) && $0.count >= 1 }) { continue }
-            let name = text.trimming(" *-=_~#.:|!").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            // A store's number after its name (`ACME ELECTRONICS #0412`) is not its name.
+            var words = line.words
+            while let last = words.last, words.count > 1, !last.contains(where: \.isLetter) { words.removeLast() }
+            let name = words.joined(separator: " ").trimming(" *-=_~#.:|!")
             guard (try? Validation.checkText(name, field: "merchant")) != nil else { continue }
             let confidence = 0.6 * line.confidences.reduce(0, +) / Double(max(1, line.confidences.count))
             return Suggestion(name, confidence: confidence, line: line.index, note: "the receipt's heading")
