@@ -29,6 +29,9 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     }
     guard cdecoder_start() == 0 else { fail(String(cString: cdecoder_error())) }
     guard creader_start(settings.tessdata, settings.languages.joined(separator: "+")) == 0 else { fail(String(cString: cdecoder_error())) }
+    // Tesseract let go before its caches' destructors run at exit, whichever
+    // way this ends: they complain of leaks on stderr, whose last line is a refusal's reason.
+    atexit { creader_end() }
     let limited = cdecoder_limit(settings.memoryBytes, settings.cpuSeconds)
     guard limited == 0 else { fail("setrlimit: \(String(cString: strerror(-limited)))") }
     let sandboxed = cdecoder_sandbox()
@@ -38,7 +41,6 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     actOnFault(fault)
     guard let kind = ReceiptKind.detect(bytes) else { refuse("is not an image or a PDF the reader reads") }
     let text = kind == .pdf ? readPDF(bytes, settings) : readImage(bytes, settings)
-    creader_end()
     FileHandleWriter.standardOutput(ReadTextCodec.encode(text))
     exit(0)
 }

@@ -211,7 +211,7 @@ def scanned_pdf(text, name, font):
     with tempfile.TemporaryDirectory() as work:
         raw, jpeg = os.path.join(work, "raw.png"), os.path.join(work, "scan.jpg")
         pango(text, raw, font, dpi=150, margin=60)
-        run("convert", raw, "-colorspace", "Gray", "-attenuate", "0.15", "+noise", "Gaussian", "-quality", "75", "-strip", jpeg)
+        run("convert", raw, "-colorspace", "Gray", "-seed", "17", "-attenuate", "0.15", "+noise", "Gaussian", "-quality", "75", "-strip", jpeg)
         run("img2pdf", "--pagesize", "A5", "-o", os.path.join(HERE, name), jpeg)
 
 
@@ -222,7 +222,7 @@ def photo_jpeg(text, name, font):
         pango(text, raw, font, dpi=220, margin=30)
         run("convert", raw, "-background", "#b9b2a4", "-rotate", "-4", "(", "+clone", "-sparse-color", "Barycentric",
             "0,0 #ffffff %w,%h #8c8c8c", ")", "-compose", "Multiply", "-composite",
-            "-attenuate", "0.5", "+noise", "Gaussian", "-blur", "0x0.6", "-quality", "70", "-strip", os.path.join(HERE, name))
+            "-seed", "14", "-attenuate", "0.5", "+noise", "Gaussian", "-blur", "0x0.6", "-quality", "70", "-strip", os.path.join(HERE, name))
 
 
 def text_pdf(text, out, font):
@@ -278,9 +278,11 @@ def write_pdf(objects, path):
 
 
 def text_bomb_pdf(path):
-    """Hostile: a few kilobytes that inflate to 4 MB of text on one page."""
-    line = b"(" + b"RECEIPT TOTAL 12.50 " * 10 + b") Tj 0 -1 Td\n"
-    content = b"BT /F1 1 Tf 0 800 Td\n" + line * 20000 + b"ET"
+    """Hostile: a few kilobytes that inflate to 650 KB of text, all of it on
+    the page: five columns of 1-point type, a line every 1.2 points."""
+    text = b"(" + b"RECEIPT TOTAL 12.50 " * 10 + b") Tj\n"
+    lines = [b"1 0 0 1 %d %.1f Tm " % (10 + 115 * column, 830 - 1.2 * row) + text for row in range(680) for column in range(5)]
+    content = b"BT /F1 1 Tf\n" + b"".join(lines) + b"ET"
     stream = zlib.compress(content, 9)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
