@@ -81,7 +81,7 @@ let package = Package(
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
         .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
                                                       "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "FavaBackend", "ExpenseCore", "Digest", "Posix", "Systemd",
-                                                      "ReceiptCopy"]),
+                                                      "ReceiptCopy", "ReceiptReading"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
@@ -140,7 +140,7 @@ let package = Package(
                                                          "Posix", "SQLite"]),
         .testTarget(name: "ReceiptReadingTests", dependencies: ["ReceiptReading", "ExpenseCore"]),
         .testTarget(name: "ReceiptCopyTests", dependencies: ["ReceiptCopy", "ReceiptReading", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
-        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
+        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore", "ReceiptReading"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         // expensectl against a real daemon: help, exit statuses, --json shapes.
