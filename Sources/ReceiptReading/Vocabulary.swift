@@ -26,8 +26,7 @@ enum Vocabulary {
     static let change = phrases("change", "ruckgeld", "wechselgeld", "retour", "rendu", "monnaie", "cambio", "vuelto", "resto",
                                 "wisselgeld", "zuruck")
     static let discount = phrases("saved", "saving", "savings", "save", "discount", "discounts", "rabatt", "remise", "reduction",
-                                  "coupon", "voucher", "points", "punkte", "bonus", "deposit", "pfand", "rounding", "items", "artikel",
-                                  "qty", "quantity", "anzahl", "count", "weight")
+                                  "coupon", "voucher", "points", "punkte", "bonus", "deposit", "pfand", "rounding")
     /// Taxes: a line naming one is the tax, unless it says the total includes it.
     static let tax = phrases("vat", "tax", "taxes", "mwst", "ust", "tva", "iva", "btw", "moms", "gst", "hst", "pst", "mva", "alv",
                              "dph", "ptu", "sales tax")
@@ -63,13 +62,29 @@ enum Vocabulary {
     /// Whether `words` holds any of `phrases`, each as consecutive words.
     static func contains(_ words: [String], _ phrases: Phrases) -> Bool { firstMatch(words, phrases) != nil }
 
-    /// The first of `phrases` found in `words`, as text.
+    /// The first of `phrases` found in `words`, as text. A word of five
+    /// letters or more also matches with one letter misread (`TOTAI`,
+    /// `T0TAL`, `SUBT0TAL`), as a reader misreads them.
     static func firstMatch(_ words: [String], _ phrases: Phrases) -> String? {
         for phrase in phrases where phrase.count <= words.count {
-            for start in 0...(words.count - phrase.count) where words[start] == phrase[0] {
-                if Array(words[start..<(start + phrase.count)]) == phrase { return phrase.joined(separator: " ") }
+            for start in 0...(words.count - phrase.count) {
+                let matches = zip(phrase, words[start..<(start + phrase.count)]).allSatisfy { expected, read in
+                    expected == read || (expected.count >= 5 && isOneLetterMisread(expected, read))
+                }
+                if matches { return phrase.joined(separator: " ") }
             }
         }
         return nil
+    }
+
+    /// `read` is `expected` with one character in its place changed.
+    private static func isOneLetterMisread(_ expected: String, _ read: String) -> Bool {
+        guard expected.utf8.count == read.utf8.count else { return false }
+        var differences = 0
+        for (a, b) in zip(expected.utf8, read.utf8) where a != b {
+            differences += 1
+            if differences > 1 { return false }
+        }
+        return differences == 1
     }
 }

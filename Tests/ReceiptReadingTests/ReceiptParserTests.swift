@@ -197,6 +197,15 @@ struct ParserCase: Sendable, CustomTestStringConvertible {
                    total: "9.00", date: "2026-03-12", merchant: "PUB"),
         ParserCase(name: "a letter read for a digit in the total", text: "SHOP\nTOTAL 18.9O", total: "18.90", merchant: "SHOP"),
         ParserCase(name: "a refund marked with a trailing minus is not a total", text: "SHOP\nTOTAL 3.00-", total: nil, merchant: "SHOP"),
+        ParserCase(name: "a total's label misread by a letter", text: "SHOP\nSUBT0TAL 12.00\nT0TAL 14.40\nCARD 14.40", total: "14.40", merchant: "SHOP"),
+        ParserCase(name: "a subtotal misread by a letter is still no total", text: "SHOP\nSUBTOTAI 99.00\nTOTAL 14.40", total: "14.40", merchant: "SHOP"),
+        ParserCase(name: "a count of items on the total line is no amount", text: "SHOP\nTOTAL (3 ITEMS) 18.94\nITEMS SOLD 3", total: "18.94", merchant: "SHOP"),
+        ParserCase(name: "a phone number, a postcode and a VAT number are no amounts", text: """
+            GARDEN CENTRE
+            Tel (0113) 496-0000  LS1 4AP
+            VAT GB 123 4567 89
+            Balance 25.00
+            """, total: "25.00", merchant: "GARDEN CENTRE"),
         ParserCase(name: "an empty text suggests nothing", text: "", total: nil),
         ParserCase(name: "garbage suggests nothing", text: "ÿ¤§ %%% ¶¶ ### ~~~\n!!! ??? ,,, ...\n@@@@", total: nil),
         ParserCase(name: "French: net à payer, TTC, TVA", text: """
