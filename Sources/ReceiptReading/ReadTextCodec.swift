@@ -39,10 +39,13 @@ public enum ReadTextCodec {
         out += header.bytes + [0x0A]
         var truncated = text.isTruncated, written = 0, textBytes = 0
         for line in text.lines {
-            if written == maxLines || textBytes >= maxTextBytes { truncated = true; break }
+            if written == maxLines { truncated = true; break }
             if line.words.count > maxWordsPerLine { truncated = true }
             let words = line.words.prefix(maxWordsPerLine).map { Word(text: cut($0.text, truncated: &truncated), confidence: $0.confidence) }
             guard !words.isEmpty else { continue }
+            // Past the text's limit, this line and the rest are dropped.
+            let bytes = words.reduce(0) { $0 + $1.text.utf8.count + 1 }
+            if textBytes + bytes > maxTextBytes { truncated = true; break }
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("confidence")
@@ -52,7 +55,8 @@ public enum ReadTextCodec {
             writer.member("page", line.page)
             writer.key("words")
             writer.beginArray()
-            for word in words { writer.string(word.text); textBytes += word.text.utf8.count + 1 }
+            for word in words { writer.string(word.text) }
+            textBytes += bytes
             writer.endArray()
             writer.endObject()
             out += writer.bytes + [0x0A]
@@ -101,6 +105,7 @@ public enum ReadTextCodec {
         }
         guard count == rows.count - 2 else { throw ReadTextError("the reader's answer is cut short (\(rows.count - 2) of \(count) lines)") }
         var lines: [ReadText.Line] = []
+        var textBytes = 0
         for (index, row) in rows.dropFirst().dropLast().enumerated() {
             let value = try object(row, "line \(index + 1)")
             guard case .array(let words)? = value["words"], case .array(let confidences)? = value["confidence"],
@@ -115,7 +120,9 @@ public enum ReadTextCodec {
                     throw ReadTextError("the reader's line \(index + 1) has a word that is not text with a confidence from 0 to 100")
                 }
                 line.words.append(ReadText.Word(text, confidence: Double(percent) / 100))
+                textBytes += text.utf8.count + 1
             }
+            guard textBytes <= maxTextBytes else { throw ReadTextError("the reader's answer has more than \(maxTextBytes / 1024) KiB of text") }
             lines.append(line)
         }
         return ReadText(source: source, pages: Int(pages), lines: lines, isTruncated: truncated)

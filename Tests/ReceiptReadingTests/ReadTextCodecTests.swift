@@ -26,7 +26,18 @@ import Testing
         #expect(back.isTruncated)
         #expect(back.lines.count < 3000 && back.lines.allSatisfy { $0.words.count == ReadTextCodec.maxWordsPerLine })
         #expect(back.lines.allSatisfy { $0.words.allSatisfy { $0.text.utf8.count <= ReadTextCodec.maxWordBytes && $0.text.hasPrefix("é") } })
-        #expect(back.lines.reduce(0) { $0 + $1.text.utf8.count } <= ReadTextCodec.maxTextBytes + ReadTextCodec.maxWordsPerLine * (ReadTextCodec.maxWordBytes + 1))
+        #expect(back.lines.reduce(0) { $0 + $1.text.utf8.count + 1 } <= ReadTextCodec.maxTextBytes)
+    }
+
+    /// An answer the writer's limits would never make: more text than
+    /// allowed, in lines each of which is within the rules.
+    @Test func moreTextThanAllowed_isRefused() {
+        let word = "\"" + String(repeating: "A", count: 100) + "\""
+        let line = #"{"confidence":[50,50,50,50,50,50,50,50,50,50],"page":0,"words":["# + Array(repeating: word, count: 10).joined(separator: ",") + "]}"
+        let count = ReadTextCodec.maxTextBytes / 1010 + 1
+        let answer = #"{"pages":1,"source":"recognized"}"# + "\n" + String(repeating: line + "\n", count: count)
+            + #"{"lines":\#(count),"truncated":false}"# + "\n"
+        #expect(throws: ReadTextError("the reader's answer has more than 256 KiB of text")) { try ReadTextCodec.decode(Array(answer.utf8)) }
     }
 
     static let good = """
