@@ -43,6 +43,7 @@ struct DateText: Sendable, Equatable {
 
     /// Whether `word` is a time of day: `14:32`, `9:05:11`, `2:15PM`.
     static func isTime(_ word: String) -> Bool {
+        guard word.contains(":") else { return false }
         var text = Substring(TextFold.fold(word))
         for suffix in ["am", "pm", "h", "uhr"] where text.hasSuffix(suffix) { text = text.dropLast(suffix.count) }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
@@ -54,6 +55,7 @@ struct DateText: Sendable, Equatable {
     // MARK: Numbers
 
     private static func numeric(_ word: String, word index: Int) -> DateText? {
+        guard word.contains(where: { $0 == "/" || $0 == "-" || $0 == "." }) else { return nil }
         let text = word.trimming("(,;:)")
         for separator in ["/", "-", "."] as [Character] {
             let parts = text.split(separator: separator, omittingEmptySubsequences: false)
@@ -90,13 +92,17 @@ struct DateText: Sendable, Equatable {
     /// A date with its month by name, over one to four words from `index`:
     /// `12 Mar 2026`, `12. März 2026`, `March 12, 2026`, `12-MAR-26`, `Mar 12th 2026`.
     private static func textual(_ words: [String], at index: Int) -> (DateText, Int)? {
-        // One word split at dashes, slashes or dots: `12-MAR-26`.
-        let pieces = words[index].split(whereSeparator: { "-/.".contains($0) }).map(String.init)
-        if pieces.count == 3, let date = dayMonthYear(pieces[0], pieces[1], pieces[2]) ?? monthDayYear(pieces[0], pieces[1], pieces[2]) {
-            return (DateText(reading: .certain(date), separator: nil, provenOrder: nil, word: index), 1)
+        // One word split at dashes, slashes or dots: `12-MAR-26`. A year ends every form: looked at first, it costs least.
+        let word = words[index]
+        if word.contains(where: \.isLetter), word.contains(where: { "-/.".contains($0) }) {
+            let pieces = word.split(whereSeparator: { "-/.".contains($0) }).map(String.init)
+            if pieces.count == 3, yearNumber(pieces[2]) != nil,
+               let date = dayMonthYear(pieces[0], pieces[1], pieces[2]) ?? monthDayYear(pieces[0], pieces[1], pieces[2]) {
+                return (DateText(reading: .certain(date), separator: nil, provenOrder: nil, word: index), 1)
+            }
         }
-        let window = words[index..<min(words.count, index + 3)].map { $0.trimming(",.") }
-        guard window.count == 3 else { return nil }
+        guard index + 2 < words.count, yearNumber(words[index + 2].trimming(",.")) != nil else { return nil }
+        let window = words[index..<(index + 3)].map { $0.trimming(",.") }
         if let date = dayMonthYear(window[0], window[1], window[2]) ?? monthDayYear(window[0], window[1], window[2]) {
             return (DateText(reading: .certain(date), separator: nil, provenOrder: nil, word: index, length: 3), 3)
         }

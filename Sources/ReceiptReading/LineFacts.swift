@@ -33,6 +33,8 @@ struct LineFacts: Sendable {
     let hasTime: Bool
     /// A percentage (`20%`): a rate, a tip table or a discount.
     let hasPercent: Bool
+    /// What the label's words say (``Vocabulary``).
+    let says: Vocabulary.Matches
     let kind: Kind
 
     init(_ line: ReadText.Line, index: Int) {
@@ -69,26 +71,25 @@ struct LineFacts: Sendable {
         self.label = label
         hasTime = time
         hasPercent = percent
-        kind = Self.kind(of: label, hasPercent: percent)
+        says = Vocabulary.matches(label)
+        kind = Self.kind(of: says, hasPercent: percent)
     }
 
-    private static func kind(of label: [String], hasPercent: Bool) -> Kind {
-        typealias V = Vocabulary
-        if V.contains(label, V.subtotal) { return .subtotal }
-        if V.contains(label, V.tip) { return .tip }
-        if V.contains(label, V.change) { return .change }
-        if V.contains(label, V.tendered) { return .tendered }
-        if V.contains(label, V.discount) { return .other }
-        let included = V.contains(label, V.including)
-        let total = V.firstMatch(label, V.totalStrong).map { (3, $0) } ?? V.firstMatch(label, V.totalPlain).map { (2, $0) }
-            ?? V.firstMatch(label, V.totalWeak).map { (1, $0) }
-        if V.contains(label, V.tax) && !included { return .tax }
+    private static func kind(of says: Vocabulary.Matches, hasPercent: Bool) -> Kind {
+        if says.has(.subtotal) { return .subtotal }
+        if says.has(.tip) { return .tip }
+        if says.has(.change) { return .change }
+        if says.has(.tendered) { return .tendered }
+        if says.has(.discount) { return .other }
+        let included = says.has(.including)
+        let total = says.phrase(.totalStrong).map { (3, $0) } ?? says.phrase(.totalPlain).map { (2, $0) } ?? says.phrase(.totalWeak).map { (1, $0) }
+        if says.has(.tax) && !included { return .tax }
         if let (rank, word) = total {
             // `Total 15% 48.30`: a tip table's row, or a rate.
             if hasPercent && !included { return .other }
             return .total(rank: rank, label: word)
         }
-        if V.contains(label, V.card) { return .card }
+        if says.has(.card) { return .card }
         return hasPercent ? .other : .plain
     }
 

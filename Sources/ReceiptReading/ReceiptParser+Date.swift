@@ -15,8 +15,8 @@ extension ReceiptParser {
         var found: [Found] = []
         var proven: Set<DateOrder> = []
         for line in lines {
-            let other = Vocabulary.contains(line.label, Vocabulary.otherDate)
-            let labelled = Vocabulary.contains(line.label, Vocabulary.dateLabel)
+            let other = line.says.has(.otherDate)
+            let labelled = line.says.has(.dateLabel)
             for date in line.dates {
                 if let order = date.provenOrder, date.separator != "." { proven.insert(order) }
                 guard !other else { continue }

@@ -173,6 +173,14 @@ struct ParserCase: Sendable, CustomTestStringConvertible {
             """, settings: ReadingSettings(knownMerchants: ["Tesco", "Freshway Supermarket"]), total: "3.00", merchant: "Freshway Supermarket"),
         ParserCase(name: "a known merchant with one letter misread", text: "GREENGROCER\nBy Frezhway Supermarket\nTOTAL 3.00",
                    settings: ReadingSettings(knownMerchants: ["Freshway Supermarket"]), total: "3.00", merchant: "Freshway Supermarket"),
+        ParserCase(name: "a known merchant with a letter dropped, or one added", text: "Freshwy Supermarket\nTOTAL 3.00",
+                   settings: ReadingSettings(knownMerchants: ["Corner Shop", "Freshway Supermarket"]), total: "3.00", merchant: "Freshway Supermarket"),
+        ParserCase(name: "a known merchant with a letter added", text: "Freshway Supermarkets\nTOTAL 3.00",
+                   settings: ReadingSettings(knownMerchants: ["Freshway Supermarket"]), total: "3.00", merchant: "Freshway Supermarket"),
+        ParserCase(name: "a known merchant two letters off is not it: the heading", text: "Frezhwy Supermarket\nTOTAL 3.00",
+                   settings: ReadingSettings(knownMerchants: ["Freshway Supermarket"]), total: "3.00", merchant: "Frezhwy Supermarket"),
+        ParserCase(name: "of two known merchants named, the longer name at the top", text: "SHELL\nSHELL SELECT EXPRESS\nTOTAL 40.00\nPaid at Shell",
+                   settings: ReadingSettings(knownMerchants: ["Shell", "Shell Select Express"]), total: "40.00", merchant: "Shell Select Express"),
         ParserCase(name: "the heading skips the document's title and contact lines", text: """
             TAX INVOICE
             Tel: 0113 496 0000

@@ -10,6 +10,9 @@
 // reading. Prints each receipt's fields right, the medians and their
 // ratio; then the share of all fields right, the median reading time per
 // receipt, and the ratio of the total reading time to the total copy time.
+// Last, the parser alone (it runs in the daemon, on text from an untrusted
+// receipt) on the most text a reader's answer may hold, words of random
+// letters, digits and separators, with 2,000 merchants to look for.
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
@@ -58,3 +61,21 @@ for receipt in corpus {
 let totalRead = readMedians.reduce(0, +), totalCopy = copyMedians.reduce(0, +)
 print(String(format: "fields right: %d of %d (%.0f %%); reading per receipt, median %.3f s; reading ÷ plain copy, all receipts: %.1f (%.2f / %.2f s)",
              right, fields, Double(right) * 100 / Double(max(fields, 1)), BenchRun.percentile(readMedians, 0.5), totalRead / totalCopy, totalRead, totalCopy))
+
+// The parser's worst case: the codec's whole text allowance, every word a candidate amount, date or merchant.
+var random = SeededRandom(seed: 28)
+let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,/:-€$")
+var lines: [ReadText.Line] = [], textBytes = 0
+while textBytes + 25 * 9 <= ReadTextCodec.maxTextBytes {
+    lines.append(ReadText.Line(words: (0..<25).map { _ in ReadText.Word(String((0..<8).map { _ in alphabet[random.next(alphabet.count)] }), confidence: 0.9) }))
+    textBytes += 25 * 9
+}
+let merchants = (0..<2000).map { "Merchant \($0) Supermarket" }
+var parses: [Double] = []
+for _ in 0..<rounds {
+    let start = BenchRun.now()
+    _ = ReceiptParser.suggest(ReadText(source: .recognized, lines: lines), settings: ReadingSettings(knownMerchants: merchants))
+    parses.append(BenchRun.now() - start)
+}
+print(String(format: "parser on %d lines (%d KiB) of random words, 2,000 known merchants: %.3f s, median", lines.count, textBytes / 1024,
+             BenchRun.percentile(parses, 0.5)))
