@@ -108,7 +108,7 @@ struct AmountText: Sendable, Equatable {
         }
         groups.append(current)
         var fraction = "", separator: Character?
-        if let last = separators.last, last == "." || last == ",", groups.last!.count == 2 {
+        if let last = separators.last, last == "." || last == ",", groups.last?.count == 2 {
             fraction = groups.removeLast()
             separator = separators.removeLast()
         }

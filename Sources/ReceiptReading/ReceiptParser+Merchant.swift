@@ -34,7 +34,7 @@ extension ReceiptParser {
                 let confidence = (misread == 0 ? 0.95 : 0.8) * (text.words[start...end].map { line.confidences[$0.position] }.min() ?? 1)
                 // The top of a receipt names who issued it; a name further down may be anything.
                 let score = letters * (line.index < 8 ? 2 : 1) * (misread == 0 ? 2 : 1)
-                if best == nil || score > best!.score {
+                if best.map({ score > $0.score }) ?? true {
                     let note = misread == 0 ? "a merchant this account has, named on the receipt"
                         : "a merchant this account has, named on the receipt with one letter misread"
                     best = (score, Suggestion(merchant, confidence: confidence, line: line.index, note: note))

@@ -34,13 +34,12 @@ extension ReceiptParser {
         }
         let payments = paymentAmounts(lines, wholeCurrency: wholeCurrency)
         let arithmetic = sums(lines, wholeCurrency: wholeCurrency)
-        if !candidates.isEmpty {
-            func confirmed(_ candidate: Candidate) -> Bool {
-                let value = candidate.amount.text.decimal(digits: 4)
-                return payments.contains { $0.value == value } || arithmetic.contains(value ?? "")
-            }
-            let pool = candidates.contains(where: confirmed) ? candidates.filter(confirmed) : candidates
-            let best = pool.max { ($0.rank, $0.line) < ($1.rank, $1.line) }!
+        func confirmed(_ candidate: Candidate) -> Bool {
+            let value = candidate.amount.text.decimal(digits: 4)
+            return payments.contains { $0.value == value } || arithmetic.contains(value ?? "")
+        }
+        let pool = candidates.contains(where: confirmed) ? candidates.filter(confirmed) : candidates
+        if let best = pool.max(by: { ($0.rank, $0.line) < ($1.rank, $1.line) }) {
             let values = Set(candidates.filter { $0.rank == best.rank }.compactMap { $0.amount.text.decimal(digits: 4) })
             var confidence = [0.75, 0.75, 0.9, 0.95][best.rank] * best.amount.confidence
             if best.isOnNextLine { confidence *= 0.9 }

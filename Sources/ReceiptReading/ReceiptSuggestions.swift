@@ -99,8 +99,9 @@ public struct ReceiptSuggestions: Sendable, Equatable {
         return (change, change.setNames)
     }
 
-    /// `{"total": {...}, "currency": {...}, ...}`, absent fields left out,
-    /// for the journal and `--json`.
+    /// `{"amount": {...}, "currency": {...}, ...}` by the expense's field
+    /// names, absent fields left out, and `ambiguous_date` when there is
+    /// one: for the journal and `--json`.
     public var jsonValue: JSONValue {
         var members: [String: JSONValue] = [:]
         for (field, suggestion) in byField { members[field] = suggestion.jsonValue }
