@@ -54,7 +54,7 @@ struct DecoderRun: Sendable {
         case .exited(78):
             throw CopyFailure(said.isEmpty ? "the decoder is not set up to read receipts" : said)
         case .signaled(SIGXCPU):
-            throw CopyFailure("the decoder used more than \(cpuSeconds) s of CPU time (receipt_decode_cpu) and was stopped")
+            throw CopyFailure("the decoder used more than \(cpuSeconds) s of CPU time and was stopped")
         case .signaled(let signal):
             throw CopyFailure("the decoder crashed (signal \(signal))" + (said.isEmpty ? "" : ": \(said)"))
         case .exited(let status):

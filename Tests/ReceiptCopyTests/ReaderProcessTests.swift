@@ -121,6 +121,16 @@ import Testing
         #expect(throws: CopyFailure(reason)) { try reader.read(try FileDescriptor.open(till, .readOnly)) }
     }
 
+    /// A reader that spins is stopped by its CPU limit (`RLIMIT_CPU`), well
+    /// before its deadline.
+    @Test func aReaderThatSpins_isStoppedByItsCPULimit() throws {
+        let till = "\(ReceiptCorpus.directory)/till-gb.png"
+        let reader = Self.reader({ $0.cpuSeconds = 1 }, fault: "spin")
+        #expect(throws: CopyFailure("the decoder used more than 1 s of CPU time and was stopped")) {
+            try reader.read(try FileDescriptor.open(till, .readOnly))
+        }
+    }
+
     /// A language whose data is not installed stops reading before a byte
     /// is read, naming the Debian package that has it.
     @Test func aMissingLanguage_namesItsDebianPackage() throws {
