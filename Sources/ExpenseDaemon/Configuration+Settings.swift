@@ -92,12 +92,14 @@ extension Configuration {
     }
 
     /// How a date that reads two ways will be read, for the start-up log.
-    func dateOrderDescription(localeDateFormat: String?, localeName: String) -> String {
+    func dateOrderDescription(localeDateFormat: String?, localeName: String, isLocaleInstalled: Bool = true) -> String {
         if let order = receiptDateOrder { return "Receipt dates like 03/04/2026 are read \(order.rawValue) (receipt_date_order)" }
         if let order = localeDateFormat.flatMap(DateOrder.init(dateFormat:)) {
             return "Receipt dates like 03/04/2026 are read \(order.rawValue), as the locale \(localeName) writes dates (receipt_date_order = locale)"
         }
-        return "Receipt dates like 03/04/2026 are not suggested: the locale \(localeName) gives no day-first or month-first order; set receipt_date_order"
+        let why = isLocaleInstalled ? "the locale \(localeName) gives no day-first or month-first order"
+            : "the locale \(localeName) is not installed (locale -a lists those that are)"
+        return "Receipt dates like 03/04/2026 are not suggested: \(why); set receipt_date_order"
     }
 
     var controlHandlerSettings: ControlHandler.Settings {

@@ -15,6 +15,14 @@ public enum LocaleFormat {
         return "C"
     }
 
+    /// Whether the C library has the locale the environment names (it may
+    /// name one that `locale -a` does not list: then the C locale is used).
+    public static var isTimeLocaleInstalled: Bool {
+        guard let locale = newlocale(LC_TIME_MASK, "", nil) else { return false }
+        freelocale(locale)
+        return true
+    }
+
     /// The locale's date format (`D_FMT`: `%d/%m/%Y` for en_GB, `%m/%d/%y`
     /// for en_US), or nil when the locale the environment names is not
     /// installed (`locale -a`) or is C or POSIX, whose format stands for

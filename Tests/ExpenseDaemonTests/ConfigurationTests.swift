@@ -124,6 +124,8 @@ import Testing
                 == "Receipt dates like 03/04/2026 are read month-first, as the locale en_US.UTF-8 writes dates (receipt_date_order = locale)")
         #expect(configuration.dateOrderDescription(localeDateFormat: nil, localeName: "C.UTF-8")
                 == "Receipt dates like 03/04/2026 are not suggested: the locale C.UTF-8 gives no day-first or month-first order; set receipt_date_order")
+        #expect(configuration.dateOrderDescription(localeDateFormat: nil, localeName: "en_GB.UTF-8", isLocaleInstalled: false)
+                == "Receipt dates like 03/04/2026 are not suggested: the locale en_GB.UTF-8 is not installed (locale -a lists those that are); set receipt_date_order")
         configuration.receiptDateOrder = .dayFirst
         #expect(configuration.dateOrderDescription(localeDateFormat: "%m/%d/%Y", localeName: "en_US.UTF-8")
                 == "Receipt dates like 03/04/2026 are read day-first (receipt_date_order)")
