@@ -25,6 +25,10 @@ static void keep_error(const char *fallback) {
 
 const char *cdecoder_error(void) { return last_error; }
 
+/// For reader.c: libvips's error, or `fallback`; and an error of our own.
+void cdecoder_keep_error(const char *fallback) { keep_error(fallback); }
+void cdecoder_set_error(const char *text) { snprintf(last_error, sizeof last_error, "%s", text); }
+
 /// A 1 × 1 BMP: reading its header starts ImageMagick (libvips reads BMP
 /// through it), which opens its configuration files on first use, so that
 /// happens before the sandbox forbids nothing it needs but makes it fail.

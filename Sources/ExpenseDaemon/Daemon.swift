@@ -62,6 +62,11 @@ public enum Daemon {
     }
 
     static func serve(_ configuration: Configuration, signals: Signals, logger: Logger) async throws -> Int32 {
+        // Receipts are read with the languages configured: each one's data
+        // is installed, or nothing starts, nothing made (docs/receipts.md, "Reading").
+        if let problem = configuration.receiptReadingProblem { throw StartupFailure(code: .config, message: problem) }
+        logger.info(configuration.dateOrderDescription(localeDateFormat: LocaleFormat.dateFormat(), localeName: LocaleFormat.timeLocaleName,
+                                                       isLocaleInstalled: LocaleFormat.isTimeLocaleInstalled))
         do {
             try FileSystem.makeDirectories(configuration.stateDirectory, mode: 0o700)
         } catch {

@@ -310,6 +310,14 @@ import Testing
         ("backoff_base = 10s\nbackoff_cap = 1s\n", "backoff_base (10s) is longer than backoff_cap (1s)"),
         ("spool_sidecar_window = soon\n", "expensed.conf:1: spool_sidecar_window: must be a duration from 0ms to 7d"),
         ("spool_sidecar_window = 8d\n", "expensed.conf:1: spool_sidecar_window: must be from 0ms to 7d"),
+        ("receipt_languages = English\n", "expensed.conf:1: receipt_languages: 'English' is not a Tesseract language name (like eng, deu or chi_sim)"),
+        ("receipt_languages = eng eng\n", "expensed.conf:1: receipt_languages: a language is named twice"),
+        ("receipt_date_order = dd/mm/yyyy\n", "expensed.conf:1: receipt_date_order: must be locale, day-first or month-first"),
+        ("receipt_currency = eur\n", "expensed.conf:1: receipt_currency: must be none or an ISO 4217 code in capitals, like EUR"),
+        ("receipt_tessdata = tessdata\n", "expensed.conf:1: receipt_tessdata: must be an absolute path"),
+        // Language data that is not installed: the package that has it.
+        ("receipt_languages = eng xyz_abc\n",
+         "Refusing to start: no xyz_abc.traineddata in /usr/share/tesseract-ocr/5/tessdata: install Debian's tesseract-ocr-xyz-abc (receipt_languages)"),
     ])
     func badConfigurationLine_isReportedWithItsLineNumber(_ text: String, expected: String) throws {
         let dir = TemporaryDirectory()
@@ -319,6 +327,27 @@ import Testing
         #expect(result.status == 78)
         #expect(result.stderr.contains(expected), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.at("state")), "nothing created on a bad configuration")
+    }
+
+    /// With `receipt_date_order = locale` (the default), how a receipt's
+    /// `03/04/2026` will be read comes from the time locale, compiled here
+    /// with localedef into a folder of the test's own (`LOCPATH`): en_GB
+    /// writes the day first, en_US the month; C names neither, and no such
+    /// date is suggested. Start-up says which.
+    @Test(arguments: [("en_GB", "are read day-first, as the locale en_GB.UTF-8 writes dates (receipt_date_order = locale)"),
+                      ("en_US", "are read month-first, as the locale en_US.UTF-8 writes dates (receipt_date_order = locale)"),
+                      ("C", "are not suggested: the locale C.UTF-8 gives no day-first or month-first order; set receipt_date_order"),
+                      ("fr_FR", "are not suggested: the locale fr_FR.UTF-8 is not installed (locale -a lists those that are); set receipt_date_order")])
+    func theLocalesDateOrder_isSaidAtStart(_ locale: String, _ said: String) throws {
+        let locales = TemporaryDirectory(prefix: "locales")
+        if locale != "C" && locale != "fr_FR" {
+            let made = try runCommand("/usr/bin/localedef", ["-i", locale, "-f", "UTF-8", locales.at("\(locale).UTF-8")], timeout: 120)
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let daemon = DaemonHarness(arguments: ["--server", "none"], environment: ["LOCPATH": locales.path, "LC_ALL": "\(locale).UTF-8"])
+        try daemon.start()
+        defer { daemon.stop() }
+        try waitUntil(timeout: 20, "the date order said") { daemon.log.contains("Receipt dates like 03/04/2026 \(said)") }
     }
 
     @Test func flags_overrideTheConfigurationFile() throws {
