@@ -7,9 +7,10 @@
 #include <tesseract/capi.h>
 #include <vips/vips.h>
 
-/// Set by decoder.c: one line of the last error.
+/// From decoder.c: the last error (one line), and the decoding both share.
 void cdecoder_keep_error(const char *fallback);
 void cdecoder_set_error(const char *text);
+int cdecoder_thumbnail(const void *buffer, size_t length, const char *options, int edge, VipsSize size, VipsImage **out);
 
 static TessBaseAPI *tesseract;
 static PopplerDocument *document;
@@ -86,17 +87,9 @@ static VipsImage *grey_page(const void *buffer, size_t length, int page, int is_
         double points = VIPS_MAX(vips_image_get_width(header), vips_image_get_page_height(header));
         g_object_unref(header);
         int edge = (int)VIPS_MIN((double)long_edge, points * 300.0 / 72.0);
-        failed = vips_thumbnail_buffer((void *)buffer, length, &decoded, VIPS_MAX(edge, 1), "height", VIPS_MAX(edge, 1),
-                                       "size", VIPS_SIZE_BOTH, "option_string", options, NULL);
-    } else if (vips_foreign_find_load_buffer(buffer, length)) {
-        failed = vips_thumbnail_buffer((void *)buffer, length, &decoded, long_edge, "height", long_edge, "size", VIPS_SIZE_DOWN,
-                                       "option_string", options, NULL);
+        failed = cdecoder_thumbnail(buffer, length, options, VIPS_MAX(edge, 1), VIPS_SIZE_BOTH, &decoded);
     } else {
-        vips_error_clear();
-        VipsSource *source = vips_source_new_from_memory(buffer, length);
-        failed = vips_thumbnail_source(source, &decoded, long_edge, "height", long_edge, "size", VIPS_SIZE_DOWN,
-                                       "option_string", options, NULL);
-        g_object_unref(source);
+        failed = cdecoder_thumbnail(buffer, length, options, long_edge, VIPS_SIZE_DOWN, &decoded);
     }
     if (failed) { cdecoder_keep_error("the image cannot be decoded"); return NULL; }
     VipsImage *current = decoded;

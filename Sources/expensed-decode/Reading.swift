@@ -32,10 +32,7 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     // Tesseract let go before its caches' destructors run at exit, whichever
     // way this ends: they complain of leaks on stderr, whose last line is a refusal's reason.
     atexit { creader_end() }
-    let limited = cdecoder_limit(settings.memoryBytes, settings.cpuSeconds)
-    guard limited == 0 else { fail("setrlimit: \(String(cString: strerror(-limited)))") }
-    let sandboxed = cdecoder_sandbox()
-    guard sandboxed == 0 else { fail("seccomp: \(String(cString: strerror(-sandboxed)))") }
+    closeTheProcess(memoryBytes: settings.memoryBytes, cpuSeconds: settings.cpuSeconds)
 
     let bytes = readInput()
     actOnFault(fault)

@@ -1,3 +1,4 @@
+import CDecoder
 import Posix
 #if canImport(Glibc)
 import Glibc
@@ -57,4 +58,14 @@ func actOnFault(_ fault: String?) {
         refuse(f < 0 ? "open for writing: \(String(cString: strerror(errno)))" : "open for writing: allowed")
     default: break
     }
+}
+
+/// Closes the process before a byte of the receipt is read: the limits,
+/// then the seccomp filter (which then refuses `setrlimit`). Whatever the
+/// mode, everything it needs is loaded before this.
+func closeTheProcess(memoryBytes: UInt64, cpuSeconds: UInt64) {
+    let limited = cdecoder_limit(memoryBytes, cpuSeconds)
+    guard limited == 0 else { fail("setrlimit: \(String(cString: strerror(-limited)))") }
+    let sandboxed = cdecoder_sandbox()
+    guard sandboxed == 0 else { fail("seccomp: \(String(cString: strerror(-sandboxed)))") }
 }

@@ -24,10 +24,7 @@ do { settings = try CopySettings(arguments: arguments) } catch {
     exit(64)
 }
 guard cdecoder_start() == 0 else { fail(String(cString: cdecoder_error())) }
-let limited = cdecoder_limit(settings.memoryBytes, settings.cpuSeconds)
-guard limited == 0 else { fail("setrlimit: \(String(cString: strerror(-limited)))") }
-let sandboxed = cdecoder_sandbox()
-guard sandboxed == 0 else { fail("seccomp: \(String(cString: strerror(-sandboxed)))") }
+closeTheProcess(memoryBytes: settings.memoryBytes, cpuSeconds: settings.cpuSeconds)
 
 let bytes = readInput()
 actOnFault(fault)
