@@ -27,9 +27,14 @@ let package = Package(
         // types), in C. libvips's pkg-config flags carry -pthread, which
         // SwiftPM refuses from a system library: GLib's two include folders
         // (Debian's, from `pkg-config --cflags vips`) and the libraries are named here.
+        // The reader's Tesseract (its C API) and poppler-glib (a PDF's text
+        // layer; libvips reads PDFs through it already) are here too, with
+        // poppler's cairo folder from `pkg-config --cflags poppler-glib`.
         .target(name: "CDecoder",
-                cSettings: [.unsafeFlags(["-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include"])],
-                linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"), .linkedLibrary("seccomp")]),
+                cSettings: [.unsafeFlags(["-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include",
+                                          "-I/usr/include/poppler/glib", "-I/usr/include/cairo"])],
+                linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"), .linkedLibrary("seccomp"),
+                                 .linkedLibrary("tesseract"), .linkedLibrary("poppler-glib")]),
         // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
         .target(name: "CShims"),
 
@@ -76,7 +81,7 @@ let package = Package(
         // Wiring: configuration, lifecycle, watchdog, the op -> service table.
         .target(name: "ExpenseDaemon", dependencies: ["ControlProtocol", "ControlSocket", "DaemonSupport", "OutboxStore", "SpoolIntake",
                                                       "SyncEngine", "ExpenseServerBackend", "IhatemoneyBackend", "FavaBackend", "ExpenseCore", "Digest", "Posix", "Systemd",
-                                                      "ReceiptCopy"]),
+                                                      "ReceiptCopy", "ReceiptReading"]),
 
         // The client's commands and the server, as libraries.
         .target(name: "ExpenseCtl", dependencies: ["ControlProtocol", "ExpenseCore", "Posix"]),
@@ -95,11 +100,13 @@ let package = Package(
         .target(name: "ExpenseServer", dependencies: ["ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                      "ExpenseCore", "Posix", "HTTPD", "Systemd"]),
 
+        // Reading a receipt's text into suggested fields: pure, no I/O.
+        .target(name: "ReceiptReading", dependencies: ["ExpenseCore"]),
         // Thin executables.
-        .target(name: "ReceiptCopy", dependencies: ["ExpenseCore", "Posix"]),
+        .target(name: "ReceiptCopy", dependencies: ["ExpenseCore", "Posix", "ReceiptReading"]),
         .executableTarget(name: "expensed", dependencies: ["ExpenseDaemon"]),
         // The sandboxed child that reads one untrusted receipt and writes its legible copy.
-        .executableTarget(name: "expensed-decode", dependencies: ["CDecoder", "ReceiptCopy", "ExpenseCore", "Posix"]),
+        .executableTarget(name: "expensed-decode", dependencies: ["CDecoder", "ReceiptCopy", "ReceiptReading", "ExpenseCore", "Posix"]),
         .executableTarget(name: "expensectl", dependencies: ["ExpenseCtl", "Posix"]),
         .executableTarget(name: "expense-server", dependencies: ["ExpenseServer", "Posix"]),
         // Load on a live expense-server (bench/README.md).
@@ -111,11 +118,13 @@ let package = Package(
         .executableTarget(name: "bench-backends", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/backends"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-copy", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy"], path: "bench/copy"),
+        .executableTarget(name: "bench-read", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy", "ReceiptReading"], path: "bench/read"),
         .executableTarget(name: "bench-receipt", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/receipt"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 
         // Shared test helpers: temporary folders, child processes, raw sockets.
-        .target(name: "ExpenseTestSupport", dependencies: ["TestProcess", "Posix", "ExpenseCore", "SQLite", "Postgres", "Digest"], path: "Tests/ExpenseTestSupport"),
+        .target(name: "ExpenseTestSupport", dependencies: ["TestProcess", "Posix", "ExpenseCore", "SQLite", "Postgres", "Digest", "ReceiptReading"],
+                path: "Tests/ExpenseTestSupport"),
         // The test process ignores SIGPIPE, as the daemon and the server do (a C constructor, before any test).
         .target(name: "TestProcess", path: "Tests/TestProcess"),
 
@@ -129,8 +138,9 @@ let package = Package(
         .testTarget(name: "ExpenseServerBackendTests", dependencies: ["ExpenseServerBackend", "SyncEngine", "ExpenseCore", "ExpenseTestSupport"]),
         .testTarget(name: "SpoolIntakeTests", dependencies: ["SpoolIntake", "DaemonSupport", "OutboxStore", "ExpenseCore", "ExpenseTestSupport",
                                                          "Posix", "SQLite"]),
-        .testTarget(name: "ReceiptCopyTests", dependencies: ["ReceiptCopy", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
-        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore"]),
+        .testTarget(name: "ReceiptReadingTests", dependencies: ["ReceiptReading", "ExpenseCore"]),
+        .testTarget(name: "ReceiptCopyTests", dependencies: ["ReceiptCopy", "ReceiptReading", "ExpenseCore", "ExpenseTestSupport", "Posix"]),
+        .testTarget(name: "ExpenseDaemonTests", dependencies: ["ExpenseDaemon", "ExpenseCore", "SyncEngine", "ReceiptReading"]),
         .testTarget(name: "ExpenseServerTests", dependencies: ["ExpenseServer", "ServerWeb", "ServerAPI", "ServerAccounts", "ServerStorage", "SQLiteStorage", "PostgresStorage",
                                                            "ExpenseTestSupport", "ExpenseCore", "SQLite", "Postgres", "Digest", "Posix", "HTTPD"]),
         // expensectl against a real daemon: help, exit statuses, --json shapes.

@@ -25,6 +25,10 @@ static void keep_error(const char *fallback) {
 
 const char *cdecoder_error(void) { return last_error; }
 
+/// For reader.c: libvips's error, or `fallback`; and an error of our own.
+void cdecoder_keep_error(const char *fallback) { keep_error(fallback); }
+void cdecoder_set_error(const char *text) { snprintf(last_error, sizeof last_error, "%s", text); }
+
 /// A 1 × 1 BMP: reading its header starts ImageMagick (libvips reads BMP
 /// through it), which opens its configuration files on first use, so that
 /// happens before the sandbox forbids nothing it needs but makes it fail.
@@ -129,23 +133,27 @@ int cdecoder_read_header(const void *buffer, size_t length, cdecoder_header *hea
     return 0;
 }
 
+/// The receipt decoded to fit `edge` (both sides) as `size` says, with the
+/// loader's `options`: from its buffer, or through a source for the loaders
+/// that take only one (libheif's). Shared by the copy and the reader.
+int cdecoder_thumbnail(const void *buffer, size_t length, const char *options, int edge, VipsSize size, VipsImage **out) {
+    if (vips_foreign_find_load_buffer(buffer, length)) {
+        return vips_thumbnail_buffer((void *)buffer, length, out, edge, "height", edge, "size", size, "option_string", options, NULL);
+    }
+    vips_error_clear();
+    VipsSource *source = vips_source_new_from_memory(buffer, length);
+    int failed = vips_thumbnail_source(source, out, edge, "height", edge, "size", size, "option_string", options, NULL);
+    g_object_unref(source);
+    return failed;
+}
+
 int cdecoder_jpeg(const void *buffer, size_t length, int page, int max_edge, int quality,
                   void **output, size_t *output_length, int *width, int *height, int *bands) {
     // Only a loader of pages knows `page`.
     char options[32] = "";
     if (page > 0) snprintf(options, sizeof options, "page=%d", page);
     VipsImage *thumbnail = NULL, *flat = NULL;
-    int failed;
-    if (vips_foreign_find_load_buffer(buffer, length)) {
-        failed = vips_thumbnail_buffer((void *)buffer, length, &thumbnail, max_edge, "height", max_edge, "size", VIPS_SIZE_DOWN,
-                                       "option_string", options, NULL);
-    } else {
-        vips_error_clear();
-        VipsSource *source = vips_source_new_from_memory(buffer, length);
-        failed = vips_thumbnail_source(source, &thumbnail, max_edge, "height", max_edge, "size", VIPS_SIZE_DOWN,
-                                       "option_string", options, NULL);
-        g_object_unref(source);
-    }
+    int failed = cdecoder_thumbnail(buffer, length, options, max_edge, VIPS_SIZE_DOWN, &thumbnail);
     if (failed) {
         keep_error("the image cannot be decoded");
         return -1;

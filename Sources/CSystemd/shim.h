@@ -2,4 +2,5 @@
 #define CSYSTEMD_SHIM_H
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
+#include <systemd/sd-bus.h>
 #endif

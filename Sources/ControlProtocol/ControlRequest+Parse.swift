@@ -84,8 +84,8 @@ extension ControlRequest {
             try f.allow(["changes"])
             return .watch(changes: try f.optionalBool("changes") ?? false)
         case .sync:
-            try f.allow(["refresh"])
-            return .sync(refresh: try f.optionalBool("refresh") ?? false)
+            try f.allow(["refresh", "now"])
+            return .sync(refresh: try f.optionalBool("refresh") ?? false, now: try f.optionalBool("now") ?? false)
         case .stats:
             try f.allow([])
             return .stats

@@ -40,7 +40,9 @@ public struct ControlRequest: Sendable, Equatable {
         case status
         /// Stream the queue's summary; with `changes`, each change of an expense instead.
         case watch(changes: Bool = false)
-        case sync(refresh: Bool)
+        /// A pass now; with `refresh`, fetch the server's changes too; with
+        /// `now`, send what a metered link holds, in this pass only.
+        case sync(refresh: Bool, now: Bool = false)
         case stats
         /// Change fields; with `hasReceipt`, a descriptor came with the
         /// line: the expense's receipt from now on (`fields` may be empty).
@@ -108,8 +110,9 @@ public struct ControlRequest: Sendable, Equatable {
         case .receipt(let ref, let original):
             members["ref"] = .string(ref)
             if original { members["original"] = true }
-        case .sync(let refresh):
+        case .sync(let refresh, let now):
             members["refresh"] = .bool(refresh)
+            if now { members["now"] = true }
         case .edit(let ref, let fields, let hasReceipt):
             members["ref"] = .string(ref)
             if !fields.isEmpty || !hasReceipt { members["set"] = .object(fields.jsonMembers) }

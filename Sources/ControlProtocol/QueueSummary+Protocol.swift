@@ -14,6 +14,7 @@ extension QueueSummary: ControlResult {
             "server": .string(server.rawValue),
             "spool_rejected": .integer(spoolRejected),
             "spool_waiting": .integer(spoolWaiting),
+            "held": .integer(held),
         ]
     }
 
@@ -30,5 +31,6 @@ extension QueueSummary: ControlResult {
         server = try m.choice("server", ServerState.self)
         spoolRejected = try m.int("spool_rejected")
         spoolWaiting = try m.int("spool_waiting")
+        held = try m.int("held")
     }
 }

@@ -20,6 +20,27 @@ public struct StatusReport: ControlResult, Equatable {
     /// The outbox's use against its limits (the machine's, in every
     /// account's status); nil from a daemon that could not read it.
     public var outbox: OutboxRoomState?
+    /// Present when a server is configured: what a metered link holds.
+    public var metered: MeteredState?
+
+    /// Whether the link is metered and what that holds (docs/sync.md,
+    /// "Metered links"); `summary.held` counts the jobs held.
+    public struct MeteredState: Sendable, Equatable {
+        /// NetworkManager's `Metered`: `yes`, `guess-yes`, `no`,
+        /// `guess-no`, `unknown`; nil when no NetworkManager says (none on
+        /// the system bus, or no bus).
+        public var network: String?
+        /// `metered` in the configuration: `pause-receipts`, `pause`, `ignore`.
+        public var mode: String
+        /// What waits now, or nil: "receipt uploads paused (metered = pause-receipts)".
+        public var hold: String?
+
+        public init(network: String?, mode: String, hold: String?) {
+            self.network = network
+            self.mode = mode
+            self.hold = hold
+        }
+    }
 
     /// One account's part, in `status` to those who may see every account.
     public struct AccountState: Sendable, Equatable {
@@ -43,6 +64,7 @@ public struct StatusReport: ControlResult, Equatable {
             var object = summary.members
             object["spool_rejected"] = nil
             object["spool_waiting"] = nil
+            object["held"] = nil
             object["account"] = .string(account)
             object["token_problem"] = .string(tokenProblem)
             object["last_error_class"] = .string(lastError?.lastErrorClass)
@@ -105,6 +127,11 @@ public struct StatusReport: ControlResult, Equatable {
         if let account { object["account"] = .string(account) }
         if let accounts { object["accounts"] = .array(accounts.map(\.json)) }
         object["outbox"] = outbox.map(Self.json) ?? .null
+        if let metered {
+            object["network_metered"] = .string(metered.network)
+            object["metered_mode"] = .string(metered.mode)
+            object["metered_hold"] = .string(metered.hold)
+        }
         if let contact {
             object["last_contact_at"] = timestampJSON(contact.lastContactMilliseconds)
             object["last_error_class"] = .string(contact.lastErrorClass)
@@ -125,6 +152,10 @@ public struct StatusReport: ControlResult, Equatable {
         self.init(summary: try QueueSummary(m), line: try m.string("line"), serverURL: try m.nullableString("server_url"),
                   stateDirectory: try m.string("state_dir"), spoolDirectory: try m.nullableString("spool_dir"),
                   deviceID: try m.string("device_id"), contact: contact)
+        if m.value("metered_mode") != nil {
+            metered = MeteredState(network: try m.nullableString("network_metered"), mode: try m.string("metered_mode"),
+                                   hold: try m.nullableString("metered_hold"))
+        }
         if m.value("account") != nil { account = try m.string("account") }
         if let value = m.value("outbox"), !value.isNull { outbox = try Self.outbox(try m.object("outbox")) }
         if let list = m.value("accounts") {

@@ -104,10 +104,15 @@ let subcommands: [Subcommand] = [
     Subcommand("sync", "Send the queue now (and fetch the server's changes with --refresh).",
                options: [
                    CommandOption("--refresh", valueName: nil, help: "also fetch what changed on the server"),
-                   CommandOption("--wait", valueName: nil, help: "return once nothing is queued or sending"),
+                   CommandOption("--now", valueName: nil, help: "also send what a metered link holds, in this pass only"),
+                   CommandOption("--wait", valueName: nil, help: "return once nothing is queued or sending (what a metered link holds aside)"),
                    CommandOption("--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
                ],
-               discussion: "Also resumes sending after the server refused the credentials, with the token file read again first.", run: runSync),
+               discussion: """
+                   Also resumes sending after the server refused the credentials, with the token file
+                   read again first. On a metered link (NetworkManager), receipt uploads (or everything,
+                   with metered = pause) wait; --now sends them in one pass, after which they wait again.
+                   """, run: runSync),
     Subcommand("stats", "Show enqueue-to-applied latency, failures and refusals for room, since start and in total.", run: runStats),
     Subcommand("edit", "Change fields of an expense, synced or still pending, or its receipt.", arguments: [idArgument],
                options: fieldOptions + [

@@ -33,6 +33,7 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         }
         lines.append(("Account " + AccountName.displayName(state.account).escapingControlCharacters(), text))
     }
+    if let metered = report.metered { lines.append(("Network", meteredText(metered, held: summary.held))) }
     if report.serverURL != nil {
         lines.append(("Last contact", report.contact?.lastContactMilliseconds.map(timeText) ?? "never since the daemon started"))
         if let contact = report.contact, let at = contact.lastErrorMilliseconds {
@@ -67,6 +68,22 @@ func outboxText(_ outbox: OutboxRoomState) -> String {
 /// A time from the daemon with how long ago it was: "2026-11-30T09:15:02.123Z (12s ago)".
 func timeText(_ milliseconds: Int64) -> String {
     "\(Timestamp.format(milliseconds: milliseconds)) (\(QueueSummary.age(milliseconds: Clock.wallMilliseconds - milliseconds)) ago)"
+}
+
+/// Whether the link is metered and why the queue waits, e.g. "metered
+/// (NetworkManager: guess-yes); receipt uploads paused (metered =
+/// pause-receipts), 2 held; 'expensectl sync --now' sends them once".
+func meteredText(_ metered: StatusReport.MeteredState, held: Int) -> String {
+    guard let network = metered.network else { return "no NetworkManager on the system bus: nothing is held (metered = \(Output.text(metered.mode)))" }
+    let isMetered = network == "yes" || network == "guess-yes"
+    var text = "\(isMetered ? "metered" : "not metered") (NetworkManager: \(network.escapingControlCharacters()))"
+    if let hold = metered.hold {
+        text += "; \(hold.escapingControlCharacters())"
+        text += held > 0 ? ", \(held) held; 'expensectl sync --now' sends them once" : "; nothing is waiting"
+    } else if isMetered {
+        text += metered.mode == "ignore" ? "; nothing is held (metered = ignore)" : "; sending what it holds once ('expensectl sync --now')"
+    }
+    return text
 }
 
 func serverText(_ report: StatusReport) -> String {
@@ -138,6 +155,7 @@ private func watchSummaries(_ context: Context) throws -> ExitStatus {
             Output.out(summary.json.serialized())
         } else {
             var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
+            if summary.held > 0 { line += "; \(summary.held) held (metered link)" }
             if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
             Output.out(line)
         }
@@ -165,7 +183,7 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         timeout = milliseconds
     }
     let client = try context.connect()
-    let result = try client.call(.sync(refresh: invocation.has("--refresh")), expecting: SyncResult.self)
+    let result = try client.call(.sync(refresh: invocation.has("--refresh"), now: invocation.has("--now")), expecting: SyncResult.self)
     guard invocation.has("--wait") else {
         if context.json { context.printJSON(result) } else { Output.out("Sync started.") }
         return .success
@@ -187,14 +205,19 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         guard let summary = try client.readLine(timeoutMilliseconds: 200).map({ try client.result(of: $0, as: QueueSummary.self) }) else { continue }
         last = summary
         let unreachable = summary.server == .unreachable ? "; server unreachable, waiting for it" : ""
-        if progress { Output.raw("\r\u{1B}[K\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention\(unreachable)") }
+        let held = summary.held > 0 ? ", \(summary.held) held (metered link)" : ""
+        if progress { Output.raw("\r\u{1B}[K\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention\(held)\(unreachable)") }
         if summary.server == .needsCredentials {
             if progress { Output.raw("\n") }
             throw ClientError(status: .noPermission, message: "the server refused the credentials; fix the token file, then run 'expensectl sync'")
         }
-        if summary.pending == 0 {
+        // What a metered link holds waits for the link (or `sync --now`), not for this.
+        if summary.pendingUnheld == 0 {
             if progress { Output.raw("\n") }
-            if context.json { context.printJSON(summary) } else {
+            if context.json { context.printJSON(summary) } else if summary.held > 0 {
+                let attention = summary.needsAttention > 0 ? "; \(summary.needsAttention) need attention (see 'expensectl list')" : ""
+                Output.out("Done; \(summary.held) held while the link is metered ('expensectl sync --now' sends them once)\(attention).")
+            } else {
                 Output.out(summary.needsAttention > 0 ? "Done; \(summary.needsAttention) need attention (see 'expensectl list')." : "Done; everything is synced.")
             }
             return .success

@@ -5,6 +5,7 @@ import FavaBackend
 import IhatemoneyBackend
 import Posix
 import ReceiptCopy
+import ReceiptReading
 import SpoolIntake
 import SyncEngine
 
@@ -62,6 +63,44 @@ extension Configuration {
         let executable = receiptDecoder ?? ReceiptDecoder.besides(FileSystem.executablePath ?? CommandLine.arguments[0])
         let fault = Environment["EXPENSED_DECODER_FAULT"].map { ["EXPENSED_DECODER_FAULT": $0] } ?? [:]
         return ReceiptDecoder(executable: executable, settings: settings, environment: fault)
+    }
+
+    /// The sandboxed reader of receipts' text (docs/receipts.md,
+    /// "Reading"): the same decoder as ``receiptDecoderRun``, with its
+    /// limits, in reading mode.
+    var receiptReaderRun: ReceiptReader {
+        var settings = ReadSettings()
+        settings.languages = receiptLanguages
+        settings.tessdata = receiptTessdata
+        settings.maxPixels = receiptMaxPixels
+        settings.deadlineMilliseconds = receiptDecodeTimeoutMilliseconds
+        let copies = receiptDecoderRun
+        return ReceiptReader(executable: copies.executable, settings: settings, environment: copies.environment)
+    }
+
+    /// What the parser is told, but the account's merchants and the day a
+    /// receipt was received, which each reading adds: the date order
+    /// `receipt_date_order` gives, or the locale's (`dateFormat`, the
+    /// locale's `D_FMT`, nil when it has none).
+    func readingSettings(localeDateFormat: String?) -> ReadingSettings {
+        ReadingSettings(dateOrder: receiptDateOrder ?? localeDateFormat.flatMap(DateOrder.init(dateFormat:)), defaultCurrency: receiptCurrency)
+    }
+
+    /// Why receipts cannot be read as configured (a language's data is not
+    /// installed, naming its Debian package), or nil.
+    var receiptReadingProblem: String? {
+        ReadingLanguages.missing(receiptLanguages, in: receiptTessdata).map { "Refusing to start: \($0)" }
+    }
+
+    /// How a date that reads two ways will be read, for the start-up log.
+    func dateOrderDescription(localeDateFormat: String?, localeName: String, isLocaleInstalled: Bool = true) -> String {
+        if let order = receiptDateOrder { return "Receipt dates like 03/04/2026 are read \(order.rawValue) (receipt_date_order)" }
+        if let order = localeDateFormat.flatMap(DateOrder.init(dateFormat:)) {
+            return "Receipt dates like 03/04/2026 are read \(order.rawValue), as the locale \(localeName) writes dates (receipt_date_order = locale)"
+        }
+        let why = isLocaleInstalled ? "the locale \(localeName) gives no day-first or month-first order"
+            : "the locale \(localeName) is not installed (locale -a lists those that are)"
+        return "Receipt dates like 03/04/2026 are not suggested: \(why); set receipt_date_order"
     }
 
     var controlHandlerSettings: ControlHandler.Settings {

@@ -1,6 +1,8 @@
 import DaemonSupport
-import DaemonSupport
 import ExpenseCore
+import ReceiptCopy
+import ReceiptReading
+import SyncEngine
 
 /// Everything `expensed` can be told, from `/etc/expensed/expensed.conf`
 /// and command-line flags (flags win). docs/configuration.md lists each key.
@@ -29,6 +31,14 @@ public struct Configuration: Sendable, Equatable {
     /// How long the original of a receipt sent as a copy is kept after it
     /// was received: nil forever, 0 not once the copy is sent.
     public var receiptOriginalRetentionMilliseconds: Int64?
+    /// Tesseract's languages for reading receipts, each installed at start.
+    public var receiptLanguages = ["eng"]
+    /// Where their `NAME.traineddata` files are.
+    public var receiptTessdata = ReadSettings.debianTessdata
+    /// How a date that reads two ways is read; nil: as the locale writes dates.
+    public var receiptDateOrder: DateOrder?
+    /// The currency of a receipt that names none, and which dollar `$` is.
+    public var receiptCurrency: String?
     public var controlMaxConnections = 64
     public var controlIdleTimeoutMilliseconds: Int64 = 30_000
     public var controlLineMaxBytes = 1024 * 1024
@@ -56,6 +66,8 @@ public struct Configuration: Sendable, Equatable {
     /// Where the daemon writes its figures in Prometheus's text format; nil: nowhere.
     public var metricsFile: String?
     public var logTarget: Logger.Target = .auto
+    /// What a metered link holds back (NetworkManager's `Metered`, docs/sync.md).
+    public var metered = MeteredMode.pauseReceipts
     /// What kind of backend `server` is, and its own keys (Configuration+Backend.swift).
     public var backend = BackendKind.expenseServer
     public var ihatemoneyPayer: String?
@@ -103,6 +115,28 @@ public struct Configuration: Sendable, Equatable {
                 c.receiptOriginalRetentionMilliseconds = value
             }
         },
+        Key(name: "receipt_languages", flag: "--receipt-languages", valueName: "LANGS", help: "Tesseract's languages for reading receipts, like 'eng deu' (default eng)") { c, v throws(ConfigurationError) in
+            let names = v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "+" }).map(String.init)
+            if let problem = ReadingLanguages.firstInvalid(names) { throw ConfigurationError(problem) }
+            c.receiptLanguages = names
+        },
+        Key(name: "receipt_tessdata", flag: "--receipt-tessdata", valueName: "DIR", help: "where the languages' .traineddata files are (default \(ReadSettings.debianTessdata))") { c, v throws(ConfigurationError) in
+            let directory = try path(v)
+            guard directory.hasPrefix("/") else { throw ConfigurationError("must be an absolute path") }
+            c.receiptTessdata = directory
+        },
+        Key(name: "receipt_date_order", flag: "--receipt-date-order", valueName: "locale|day-first|month-first", help: "how a receipt's 03/04/2026 is read (default locale)") { c, v throws(ConfigurationError) in
+            if v == "locale" { c.receiptDateOrder = nil; return }
+            guard let order = DateOrder(rawValue: v) else { throw ConfigurationError("must be locale, day-first or month-first") }
+            c.receiptDateOrder = order
+        },
+        Key(name: "receipt_currency", flag: "--receipt-currency", valueName: "CODE|none", help: "currency of a receipt that names none, and of a bare $ (default none)") { c, v throws(ConfigurationError) in
+            if v == "none" { c.receiptCurrency = nil; return }
+            guard v.utf8.count == 3, v.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }), Currency.isKnown(v) else {
+                throw ConfigurationError("must be none or an ISO 4217 code in capitals, like EUR")
+            }
+            c.receiptCurrency = v
+        },
         Key(name: "receipt_decoder", flag: "--receipt-decoder", valueName: "FILE", help: "the sandboxed receipt decoder (default: expensed-decode beside expensed)") { c, v throws(ConfigurationError) in c.receiptDecoder = try path(v) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
         Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, 100...day) },
@@ -125,6 +159,10 @@ public struct Configuration: Sendable, Equatable {
         },
         Key(name: "disk_reserve", flag: "--disk-reserve", valueName: "SIZE|PERCENT|auto", help: "free space of the state directory's file system that adds never take (default auto: 5%, at most 1G)") { c, v throws(ConfigurationError) in c.diskReserve = try reserve(v) },
         Key(name: "metrics_file", flag: "--metrics-file", valueName: "FILE|none", help: "keep the daemon's figures in this file in Prometheus's text format (default none)") { c, v throws(ConfigurationError) in c.metricsFile = v == "none" ? nil : try path(v) },
+        Key(name: "metered", flag: "--metered", valueName: "pause-receipts|pause|ignore", help: "on a metered link (NetworkManager): hold receipt uploads, all sending, or nothing (default pause-receipts)") { c, v throws(ConfigurationError) in
+            guard let mode = MeteredMode(rawValue: v) else { throw ConfigurationError("must be pause-receipts, pause or ignore") }
+            c.metered = mode
+        },
         Key(name: "log_target", flag: "--log-target", valueName: "auto|journal|stderr", help: "where log lines go (default auto)") { c, v throws(ConfigurationError) in
             guard let target = Logger.Target(rawValue: v) else { throw ConfigurationError("must be auto, journal or stderr") }
             c.logTarget = target

@@ -224,10 +224,10 @@ final class ControlHandler: Sendable {
             return try await status(scope)
         case .watch:
             preconditionFailure("watch is answered before perform is called")
-        case .sync(let refresh):
+        case .sync(let refresh, let now):
             guard let drainer else { throw ControlFailure(.invalidState, "no server is configured; there is nothing to sync with") }
-            drainer.sync(refresh: refresh, scope: scope)
-            return SyncResult(refresh: refresh)
+            drainer.sync(refresh: refresh, now: now, scope: scope)
+            return SyncResult(refresh: refresh, now: now)
         case .stats:
             return try await statistics(scope)
         case .edit(let ref, let fields, _):
@@ -313,6 +313,9 @@ final class ControlHandler: Sendable {
                                   stateDirectory: settings.stateDirectory, spoolDirectory: settings.spoolDirectory,
                                   deviceID: store.deviceID, contact: contact)
         report.outbox = try? await store.roomState()
+        if let hold = publisher.meteredRecord?.current {
+            report.metered = StatusReport.MeteredState(network: hold.link?.name, mode: hold.mode.rawValue, hold: hold.explanation)
+        }
         // With accounts: whose the summary is, or each account's part.
         if callers.tokens.directory != nil {
             switch scope {

@@ -63,6 +63,11 @@ public enum Daemon {
     }
 
     static func serve(_ configuration: Configuration, signals: Signals, logger: Logger) async throws -> Int32 {
+        // Receipts are read with the languages configured: each one's data
+        // is installed, or nothing starts, nothing made (docs/receipts.md, "Reading").
+        if let problem = configuration.receiptReadingProblem { throw StartupFailure(code: .config, message: problem) }
+        logger.info(configuration.dateOrderDescription(localeDateFormat: LocaleFormat.dateFormat(), localeName: LocaleFormat.timeLocaleName,
+                                                       isLocaleInstalled: LocaleFormat.isTimeLocaleInstalled))
         do {
             try FileSystem.makeDirectories(configuration.stateDirectory, mode: 0o700)
         } catch {
@@ -122,7 +127,8 @@ public enum Daemon {
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
         let metrics = configuration.metricsFile.map { MetricsFile(path: $0, logger: logger) }
-        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, metrics: metrics)
+        let metered: MeteredRecord? = configuration.serverURL == nil ? nil : MeteredRecord(mode: configuration.metered)
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered, metrics: metrics)
         let roomLog = RoomLog(logger: logger)
         // Set once the spool and the copier exist; called after every
         // change of the drain (sending is what frees room), a discard, and
@@ -134,10 +140,12 @@ public enum Daemon {
         store.changes.connect(server)
         let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
-            record.map { record in
-                let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
-                return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, tokens: tokens, logger: logger,
-                               onChange: { publisher.markChanged(); retention?.poke(); roomFreed() })
+            record.flatMap { record in
+                metered.map { metered in
+                    let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
+                    return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, metered: metered,
+                                   tokens: tokens, logger: logger, onChange: { publisher.markChanged(); retention?.poke(); roomFreed() })
+                }
             }
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
@@ -169,6 +177,20 @@ public enum Daemon {
                 return nil
             }
         }
+        // logind's resume from sleep and NetworkManager's Metered, over the
+        // system bus; without it, nothing is held and the timer (or the
+        // route socket) finds the server after a sleep.
+        let bus: BusWatch? = drainer.flatMap { drainer in
+            do throws(SystemCallError) {
+                let watch = try BusWatch(logger: logger, events: BusWatch.Events(resumed: { drainer.networkRegained("resumed from sleep") },
+                                                                                metered: { drainer.networkMetered($0) }))
+                drainer.metered.expectWord()
+                return watch
+            } catch {
+                logger.warning("Not watching the system bus (\(error.reason)); a resume from sleep waits for the drain timer, and nothing is held on a metered link")
+                return nil
+            }
+        }
         server.start(direct: { handler.answerDirectly($0) })
         let summary = try await publisher.current()
         logger.info("Store open and reconciled: \(summary.queued + summary.needsAttention) job(s) pending; ready")
@@ -184,6 +206,7 @@ public enum Daemon {
             if let metrics { services.addTask { await metrics.run { await handler.metricsText() } } }
             if let drainer { services.addTask { await drainer.run() } }
             network?.start()
+            bus?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
                                         drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
@@ -206,6 +229,7 @@ public enum Daemon {
             await server.shutdown()
             await handling.value
             network?.stop()
+            bus?.stop()
             drainer?.shutdown()
             copier.stop()
             retention?.stop()

@@ -14,6 +14,8 @@ public final class StatusPublisher: Sendable {
     let server: ControlServer
     /// The server's record, kept by the sync engine; nil without a server.
     let serverRecord: ServerRecord?
+    /// What a metered link holds, kept by the sync engine; nil without a server.
+    let meteredRecord: MeteredRecord?
     private let changes: AsyncStream<Void>
     private let changed: AsyncStream<Void>.Continuation
     private let extras: Mutex<Extras>
@@ -31,11 +33,12 @@ public final class StatusPublisher: Sendable {
     /// The metrics file, rewritten (coalesced) when the figures may have changed; nil: none.
     let metrics: MetricsFile?
 
-    init(store: Store, server: ControlServer, serverRecord: ServerRecord?, metrics: MetricsFile? = nil) {
+    init(store: Store, server: ControlServer, serverRecord: ServerRecord?, meteredRecord: MeteredRecord?, metrics: MetricsFile? = nil) {
         self.metrics = metrics
         self.store = store
         self.server = server
         self.serverRecord = serverRecord
+        self.meteredRecord = meteredRecord
         (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         extras = Mutex(Extras())
     }
@@ -74,9 +77,12 @@ public final class StatusPublisher: Sendable {
 
     /// The summary of `scope` as it is now: one account's queue, and its
     /// credentials' state; or everyone's. The spool's count is the
-    /// machine's, in each.
+    /// machine's, in each; the jobs a metered link holds are the scope's.
     public func current(_ scope: AccountScope = .all) async throws -> QueueSummary {
         var summary = try await store.summary(in: scope)
+        if let held = meteredRecord?.current.heldKinds, !held.isEmpty, summary.queued > 0 {
+            summary.held = try await store.queuedCount(of: held, in: scope)
+        }
         switch scope {
         case .all: summary.server = serverRecord?.current.state ?? .notConfigured
         case .account(let account): summary.server = serverRecord?.current.state(of: account) ?? .notConfigured

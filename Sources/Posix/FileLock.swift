@@ -2,12 +2,19 @@
 import Glibc
 #endif
 
-/// An exclusive `flock(2)` on a lock file that records its holder's pid.
+/// An exclusive record lock (`fcntl(2)` `F_SETLK` on the whole file) on a
+/// lock file that also records its holder's pid.
 ///
 /// The lock lives as long as this object (the kernel drops it when the
-/// descriptor closes, also on `kill -9`), so a stale lock file never blocks.
+/// process ends, also on `kill -9`), so a stale lock file never blocks.
+/// A record lock belongs to the process, not to the open file: a child
+/// does not inherit it, so a child that is still between `fork` and
+/// `exec` when its parent is killed (a `posix_spawn` under way) cannot
+/// keep the lock from the parent's successor, as it would an `flock(2)`.
+/// The one rule that comes with it: closing any descriptor of the file
+/// in this process drops the lock, so nothing else here opens it.
 public final class FileLock: Sendable {
-    private let descriptor: FileDescriptor
+    let descriptor: FileDescriptor
     public let path: String
 
     public enum Failure: Error, Sendable {
@@ -25,13 +32,23 @@ public final class FileLock: Sendable {
         } catch {
             throw .system(error)
         }
-        if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
+        var whole = flock()
+        whole.l_type = Int16(F_WRLCK)
+        whole.l_whence = Int16(SEEK_SET)
+        if fcntl(fd.rawValue, F_SETLK, &whole) != 0 {
             let code = errno
-            if code == EWOULDBLOCK {
+            if code == EAGAIN || code == EACCES {
+                // The kernel knows the holder; the file says who wrote it last.
+                var probe = flock()
+                probe.l_type = Int16(F_WRLCK)
+                probe.l_whence = Int16(SEEK_SET)
+                if fcntl(fd.rawValue, F_GETLK, &probe) == 0 && probe.l_type != Int16(F_UNLCK) && probe.l_pid > 0 {
+                    throw .held(by: probe.l_pid)
+                }
                 let text = (try? fd.readAll(limit: 64)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
                 throw .held(by: text.flatMap { Int32($0.trimmingCharacters(in: " \n")) })
             }
-            throw .system(SystemCallError(call: "flock", errno: code, subject: path))
+            throw .system(SystemCallError(call: "fcntl(F_SETLK)", errno: code, subject: path))
         }
         do {
             try fd.truncate(to: 0)

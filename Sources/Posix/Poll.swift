@@ -18,13 +18,20 @@ public enum Poll {
     /// Waits until one of `descriptors` is ready or `timeoutMilliseconds` pass (-1: forever).
     /// - Returns: the ready events, one per descriptor, in the same order.
     public static func wait(_ descriptors: [(FileDescriptor, Events)], timeoutMilliseconds: Int32) throws(SystemCallError) -> [Events] {
-        var fds = descriptors.map { pollfd(fd: $0.0.rawValue, events: $0.1.rawValue, revents: 0) }
+        defer { withExtendedLifetime(descriptors) {} }
+        return try wait(borrowed: descriptors.map { ($0.0.rawValue, $0.1) }, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// ``wait(_:timeoutMilliseconds:)`` on descriptors a library owns (say
+    /// sd-bus's connection, `sd_bus_get_fd(3)`), which the caller keeps open
+    /// for the call.
+    public static func wait(borrowed descriptors: [(Int32, Events)], timeoutMilliseconds: Int32) throws(SystemCallError) -> [Events] {
+        var fds = descriptors.map { pollfd(fd: $0.0, events: $0.1.rawValue, revents: 0) }
         let n = Glibc.poll(&fds, nfds_t(fds.count), timeoutMilliseconds)
         if n < 0 {
             if errno == EINTR { return fds.map { _ in [] } }
             throw SystemCallError(call: "poll", errno: errno)
         }
-        withExtendedLifetime(descriptors) {}
         return fds.map { Events(rawValue: $0.revents) }
     }
 }

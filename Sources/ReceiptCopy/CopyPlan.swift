@@ -33,19 +33,26 @@ public enum CopyPlan: Sendable, Equatable {
     case pdf(pages: Int)
 
     public static func decide(kind: ReceiptKind, header: ImageHeader, settings: CopySettings) throws(CopyFailure) -> CopyPlan {
-        guard header.width > 0, header.height > 0 else { throw CopyFailure("has no pixels (\(header.width) × \(header.height))") }
-        let pixels = header.width.multipliedReportingOverflow(by: header.height)
-        if pixels.overflow || pixels.partialValue > settings.maxPixels {
-            throw CopyFailure("claims \(header.width) × \(header.height) pixels, more than the \(settings.maxPixels) a receipt may have (receipt_max_pixels)")
-        }
-        if header.pages > settings.maxPages {
-            throw CopyFailure("has \(header.pages) pages, more than the \(settings.maxPages) a receipt may have")
-        }
+        try check(header, maxPixels: settings.maxPixels, maxPages: settings.maxPages)
         if kind == .pdf { return .original }
         if kind == .tiff && header.pages > 1 { return .pdf(pages: header.pages) }
         let small = max(header.width, header.height) <= settings.maxEdge
         let upright = header.orientation <= 1
         if (kind == .jpeg || kind == .png) && small && upright && !header.hasLocation { return .original }
         return .jpeg
+    }
+
+    /// Refuses a header that claims no pixels, more than `maxPixels` on a
+    /// page, or more than `maxPages` pages: before a pixel is decoded, for a
+    /// copy and for reading alike.
+    public static func check(_ header: ImageHeader, maxPixels: Int, maxPages: Int) throws(CopyFailure) {
+        guard header.width > 0, header.height > 0 else { throw CopyFailure("has no pixels (\(header.width) × \(header.height))") }
+        let pixels = header.width.multipliedReportingOverflow(by: header.height)
+        if pixels.overflow || pixels.partialValue > maxPixels {
+            throw CopyFailure("claims \(header.width) × \(header.height) pixels, more than the \(maxPixels) a receipt may have (receipt_max_pixels)")
+        }
+        if header.pages > maxPages {
+            throw CopyFailure("has \(header.pages) pages, more than the \(maxPages) a receipt may have")
+        }
     }
 }

@@ -63,40 +63,9 @@ public struct ReceiptDecoder: Sendable {
 
     /// Decodes the receipt `original` (open for reading). Blocking: up to the deadline.
     public func copy(of original: FileDescriptor, stopping: DecoderStop? = nil) throws(CopyFailure) -> CopyResult {
-        let outputRead: FileDescriptor, errorsRead: FileDescriptor
-        let child: Subprocess
-        do {
-            // The write ends live only in the child once it started: the
-            // parent's copies go with this scope, so the pipes end when the child does.
-            let output = try FileDescriptor.pipe(), errors = try FileDescriptor.pipe()
-            child = try Subprocess(executable, arguments: settings.arguments, environment: environment,
-                                   standardInput: .descriptor(original), standardOutput: .descriptor(output.write),
-                                   standardError: .descriptor(errors.write))
-            (outputRead, errorsRead) = (output.read, errors.read)
-        } catch {
-            throw CopyFailure("the decoder could not be started: \(error)")
-        }
-        let (bytes, messages, overdue, stopped) = Self.collect(output: outputRead, errors: errorsRead, stop: stopping?.descriptor,
-                                                               deadline: settings.deadlineMilliseconds)
-        if overdue || stopped { child.signal(SIGKILL) }
-        let ended = child.wait() ?? .signaled(SIGKILL)
-        let said = String(decoding: messages, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-        if stopped { throw CopyFailure.stopped }
-        if overdue {
-            throw CopyFailure("the decoder took longer than \(settings.deadlineMilliseconds / 1000) s (receipt_decode_timeout) and was stopped")
-        }
-        switch ended {
-        case .exited(0):
-            return try Self.answer(bytes)
-        case .exited(65):
-            throw CopyFailure(said.isEmpty ? "the decoder refused it" : said)
-        case .signaled(SIGXCPU):
-            throw CopyFailure("the decoder used more than \(settings.cpuSeconds) s of CPU time (receipt_decode_cpu) and was stopped")
-        case .signaled(let signal):
-            throw CopyFailure("the decoder crashed (signal \(signal))" + (said.isEmpty ? "" : ": \(said)"))
-        case .exited(let status):
-            throw CopyFailure("the decoder failed (exit status \(status))" + (said.isEmpty ? "" : ": \(said)"))
-        }
+        let run = DecoderRun(executable: executable, arguments: settings.arguments, environment: environment,
+                             deadlineMilliseconds: settings.deadlineMilliseconds, cpuSeconds: settings.cpuSeconds, maxOutputBytes: Self.maxOutputBytes)
+        return try Self.answer(try run.output(reading: original, stopping: stopping))
     }
 
     /// Parses the child's answer line and takes the bytes after it.
@@ -117,36 +86,4 @@ public struct ReceiptDecoder: Sendable {
         }
     }
 
-    /// Reads both pipes to their end, or until the deadline: the bytes of
-    /// the answer, what was said on standard error (its last 4 KiB), and
-    /// whether the deadline passed first.
-    static func collect(output: FileDescriptor, errors: FileDescriptor, stop: FileDescriptor?, deadline milliseconds: Int64)
-        -> (bytes: [UInt8], messages: [UInt8], overdue: Bool, stopped: Bool) {
-        let end = Self.now + milliseconds
-        var bytes: [UInt8] = [], messages: [UInt8] = []
-        var open = [true, true]
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while open.contains(true) {
-            let left = end - Self.now
-            if left <= 0 { return (bytes, messages, true, false) }
-            let pipes = [output, errors].enumerated().filter { open[$0.offset] }
-            let ready = FileDescriptor.readable(pipes.map(\.element) + (stop.map { [$0] } ?? []), milliseconds: Int32(clamping: left))
-            if stop != nil && ready.last == true { return (bytes, messages, false, true) }
-            for ((index, pipe), isReady) in zip(pipes, ready) where isReady {
-                let n = (try? buffer.withUnsafeMutableBytes { raw throws(SystemCallError) in try pipe.read(into: raw) }) ?? 0
-                if n == 0 {
-                    open[index] = false
-                } else if index == 0 {
-                    bytes += buffer[0..<n]
-                    if bytes.count > maxOutputBytes { return (bytes, messages, true, false) }
-                } else {
-                    messages += buffer[0..<n]
-                    if messages.count > 4096 { messages.removeFirst(messages.count - 4096) }
-                }
-            }
-        }
-        return (bytes, messages, false, false)
-    }
-
-    private static var now: Int64 { Int64(Clock.monotonicNanoseconds / 1_000_000) }
 }

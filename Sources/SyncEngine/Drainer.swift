@@ -10,8 +10,9 @@ import Synchronization
 /// until none is eligible, and triggers collapse into at most one more pass.
 ///
 /// It owns what is known of sending: the ``ServerRecord`` (it alone writes
-/// it), the credentials pause in it, and the statistics since start. It
-/// talks to the server only through its ``SyncBackend``.
+/// it), the credentials pause in it, the ``MeteredRecord`` (what a metered
+/// link holds), and the statistics since start. It talks to the server
+/// only through its ``SyncBackend``.
 public final class Drainer: Sendable {
     let store: Store
     let backend: any SyncBackend
@@ -21,6 +22,8 @@ public final class Drainer: Sendable {
     /// Requests in flight at once: the concurrency, or fewer if the backend says so.
     let width: Int
     let record: ServerRecord
+    /// What a metered link holds back; this engine alone writes it.
+    public let metered: MeteredRecord
     let logger: Logger
     /// The queue or the server's state may have changed: republish the summary.
     let onChange: @Sendable () -> Void
@@ -46,6 +49,8 @@ public final class Drainer: Sendable {
         /// The statistics since start of each account.
         var accountStats: [String: SyncStats] = [:]
         var forcedAccounts: Set<String> = []
+        /// `sync --now` asked for a pass that sends what a metered link holds.
+        var meteredOverrideAsked = false
         var timer: Task<Void, Never>?
         /// The daemon is stopping: claim nothing more.
         var stopping = false
@@ -58,12 +63,14 @@ public final class Drainer: Sendable {
     ///   - onChange: called whenever the queue or the server's state may
     ///     have changed (cheap: it is called for every batch of answers).
     ///   - tokens: every account's token (the daemon maps callers to accounts with the same).
-    public init(settings: SyncSettings, store: Store, backend: any SyncBackend, record: ServerRecord, tokens: AccountTokens, logger: Logger,
-                onChange: @escaping @Sendable () -> Void) {
+    ///   - metered: what a metered link holds (its mode set), which this engine alone changes.
+    public init(settings: SyncSettings, store: Store, backend: any SyncBackend, record: ServerRecord, metered: MeteredRecord,
+                tokens: AccountTokens, logger: Logger, onChange: @escaping @Sendable () -> Void) {
         self.settings = settings
         self.store = store
         self.backend = backend
         self.record = record
+        self.metered = metered
         self.logger = logger
         self.onChange = onChange
         width = min(settings.concurrency, backend.maxRequestsInFlight ?? settings.concurrency)
@@ -104,12 +111,43 @@ public final class Drainer: Sendable {
         }
     }
 
+    /// NetworkManager said whether the link is metered (nil: nobody says,
+    /// not metered). A pass starts when this lets held jobs go; the summary
+    /// is published again (it counts the jobs held).
+    public func networkMetered(_ link: NetworkMetered?) {
+        defer { metered.markHeard() }
+        let (before, after) = metered.update { $0.link = link }
+        guard before != after else { return }
+        let said = link.map { "NetworkManager: \($0.name)" } ?? "no NetworkManager"
+        if after.isMetered && !before.isMetered {
+            // What waits is said without a `sync --now` that may be lifting it.
+            if let held = after.overridden(false).explanation {
+                logger.notice("The link is metered (\(said)): \(held) until it is not; 'expensectl sync --now' sends once")
+            } else {
+                logger.info("The link is metered (\(said)); metered = \(after.mode.rawValue): nothing waits")
+            }
+        } else if before.isMetered && !after.isMetered {
+            logger.info("The link is not metered (\(said))\(after.mode == .ignore ? "" : "; what it held goes now")")
+        }
+        onChange()
+        if !before.heldKinds.subtracting(after.heldKinds).isEmpty { trigger() }
+    }
+
     /// `sync`: a pass now, even for the accounts of `scope` paused for
     /// credentials; with `refresh`, fetch the server's changes first. Their
     /// token files are read and their pauses ended before this returns, so
     /// what the caller sees next (say the summary `sync --wait` follows) is
     /// the truth from now on, not the refusal of a token just replaced.
-    public func sync(refresh: Bool, scope: AccountScope = .all) {
+    /// With `now`, the next pass sends what a metered link holds (every
+    /// account's: the link is the machine's), and the hold applies again
+    /// after it; the summary counts nothing held from now until that pass
+    /// ends.
+    public func sync(refresh: Bool, now: Bool = false, scope: AccountScope = .all) {
+        if now {
+            state.withLock { $0.meteredOverrideAsked = true }
+            let (before, after) = metered.update { $0.overridden = true }
+            if before != after { onChange() }
+        }
         state.withLock { state in
             // Only the caller's scope: alice's sync ends no pause of bob's.
             switch scope {
@@ -152,10 +190,17 @@ public final class Drainer: Sendable {
         }
     }
 
+    /// How long the first pass waits for the link's state at start: the bus
+    /// watch's connection and NetworkManager's answer (5 s at most each).
+    static let meteredWordMilliseconds: Int64 = 10_000
+
     public func run() async {
         if tokens.hasDefaultAccount, let problem = tokens.source(for: AccountName.defaultName).current().problem {
             logger.warning(tokens.directory != nil ? "\(problem); the default account's expenses wait for it" : "\(problem); requests go without credentials")
         }
+        // Not a byte before the link is known not to be metered (or the
+        // bus's answer is overdue: then nothing is held).
+        await metered.waitForFirstWord(milliseconds: Self.meteredWordMilliseconds)
         trigger()
         for await _ in triggers {
             await pass()
@@ -168,12 +213,16 @@ public final class Drainer: Sendable {
     /// One pass: send until nothing is eligible, the server is unreachable,
     /// or it refuses our credentials; then refresh when due.
     private func pass() async {
-        let (forcedAll, forcedAccounts) = state.withLock { state -> (Bool, Set<String>) in
+        let (forcedAll, forcedAccounts, overriding) = state.withLock { state -> (Bool, Set<String>, Bool) in
             defer {
                 state.forcedAll = false
                 state.forcedAccounts = []
+                state.meteredOverrideAsked = false
             }
-            return (state.forcedAll, state.forcedAccounts)
+            return (state.forcedAll, state.forcedAccounts, state.meteredOverrideAsked)
+        }
+        if overriding, let held = metered.current.overridden(false).explanation {
+            logger.notice("Sending what the metered link holds, once, on request ('expensectl sync --now'): \(held) until this pass ends")
         }
         if tokens.hasDefaultAccount && tokens.directory == nil {
             // The single-account setup: its token file is read before each pass, as it always was.
@@ -199,14 +248,26 @@ public final class Drainer: Sendable {
         // disk) is still marked sending; nothing is in flight between passes.
         try? await store.requeueStranded()
         // The user's pending work first; then what changed elsewhere.
-        var stop = await sendEligibleJobs()
-        if stop == nil && refreshDue() { stop = await refresh() }
+        var stop = await sendEligibleJobs(overridingMeteredHold: overriding)
+        if stop == nil && refreshDue() && !meteredHold(overriding: overriding).holdsRefresh { stop = await refresh() }
         if stop == .unreachable {
             // Counted once per pass that found the server unreachable.
             recordFailure("transport", account: nil)
             try? await store.countTransportFailure()
         }
+        if overriding {
+            // The hold applies again, unless another `sync --now` came meanwhile.
+            let asked = state.withLock { $0.meteredOverrideAsked }
+            let (before, after) = metered.update { $0.overridden = asked }
+            if before != after { onChange() }
+        }
         end(stop)
+    }
+
+    /// What a metered link holds now, for a pass that `sync --now` asked
+    /// for (`overriding`: nothing) or another.
+    func meteredHold(overriding: Bool) -> MeteredHold {
+        metered.current.overridden(overriding)
     }
 
     private func begin() {
@@ -285,8 +346,8 @@ public final class Drainer: Sendable {
     /// Sends until nothing is eligible, the server is unreachable, or it
     /// refuses our credentials (see ``PassMachine``). Jobs claimed but not
     /// sent when it stops go back to the queue.
-    private func sendEligibleJobs() async -> Stop? {
-        let runner = PassRunner(self)
+    private func sendEligibleJobs(overridingMeteredHold overriding: Bool) async -> Stop? {
+        let runner = PassRunner(self, overridingMeteredHold: overriding)
         let stopping = state.withLock { state in
             state.runner = runner
             return state.stopping
@@ -309,8 +370,10 @@ public final class Drainer: Sendable {
     /// sooner; and when the next refresh is due. Nothing pending, no timer.
     private func scheduleNextWake() async {
         let interval = settings.drainIntervalMilliseconds
+        // Jobs a metered link holds wake nothing: the end of the hold does.
+        let hold = meteredHold(overriding: false)
         var wake: Int64?
-        if let pending = try? await store.pendingWork(), pending.queued {
+        if let pending = try? await store.pendingWork(holding: hold.heldKinds), pending.queued {
             wake = interval
             if let due = pending.earliestRetry {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))
@@ -322,7 +385,7 @@ public final class Drainer: Sendable {
         // refresh that is due then is what tells it is back, within one
         // interval, even with nothing queued.
         let server = record.current
-        if server.isPaused || server.wantsContact { wake = wake ?? interval }
+        if server.isPaused || (server.wantsContact && !hold.holdsRefresh) { wake = wake ?? interval }
         if let lastRefresh {
             let elapsed = Int64((Clock.monotonicNanoseconds - lastRefresh) / 1_000_000)
             let untilRefresh = max(settings.refreshIntervalMilliseconds - elapsed, 0)

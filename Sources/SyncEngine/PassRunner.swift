@@ -25,6 +25,8 @@ extension Drainer {
         /// Work that must not run in the turn (store calls, timers), for
         /// ``run()``'s task group to run as its children.
         private let workQueue = PassWorkQueue()
+        /// `sync --now`: what a metered link holds is sent in this pass.
+        private let overridingMeteredHold: Bool
 
         private struct Mailbox: ~Copyable {
             var events: [PassMachine.Event] = []
@@ -34,8 +36,9 @@ extension Drainer {
             var result: (stop: Stop?, unsent: [OutboxJob])?
         }
 
-        init(_ drainer: Drainer) {
+        init(_ drainer: Drainer, overridingMeteredHold: Bool) {
             self.drainer = drainer
+            self.overridingMeteredHold = overridingMeteredHold
             machine = PassMachine(width: drainer.width)
         }
 
@@ -89,9 +92,13 @@ extension Drainer {
             case .claim(let limit, let seen):
                 workQueue.yield { [self, drainer] in
                     do {
-                        // Accounts paused for credentials keep their jobs.
+                        // Accounts paused for credentials keep their jobs, and
+                        // a metered link the kinds it holds (read at each
+                        // claim: the link may change during a pass).
                         let paused = drainer.record.current.pausedAccounts
-                        let jobs = try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused)
+                        let hold = drainer.meteredHold(overriding: overridingMeteredHold)
+                        let jobs = hold.holdsEverything ? []
+                            : try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused, holding: hold.heldKinds)
                         if jobs.isEmpty { drainer.logger.debug("Drain pass found nothing more to claim") }
                         // Their token files are looked at here (at most once a
                         // second), not on the thread that hands requests over.

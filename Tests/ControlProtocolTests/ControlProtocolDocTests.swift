@@ -44,12 +44,12 @@ import ExpenseCore
         "client_id": #""1b4e28ba-2fa1-11d2-883f-0000f87d3b6e""#, "receipt": "false", "refresh": "true",
         "state": #""queued""#, "incomplete": "true", "since": #""2026-01-01""#, "until": #""2026-12-31""#, "merchant": #""Bottle""#,
         "category": #""Meals""#, "sort": #""amount""#, "reverse": "true", "limit": "50", "offset": "0", "totals": "true",
-        "receipt_path": #""/home/ann/r.jpg""#, "changes": "true", "original": "true",
+        "receipt_path": #""/home/ann/r.jpg""#, "changes": "true", "original": "true", "now": "true",
     ]
     static let wrongType: [String: String] = [
         "ref": "5", "set": #""comment""#, "take": "true", "expense": "[]", "client_id": "5", "receipt": #""yes""#, "refresh": "1", "receipt_path": "7",
         "state": "5", "incomplete": "1", "since": "20260101", "until": "[]", "merchant": "{}", "category": "false", "sort": "1",
-        "reverse": #""yes""#, "limit": #""50""#, "offset": "1.5", "totals": #""no""#, "changes": #""yes""#, "original": "1",
+        "reverse": #""yes""#, "limit": #""50""#, "offset": "1.5", "totals": #""no""#, "changes": #""yes""#, "original": "1", "now": #""yes""#,
     ]
 
     static func request(_ op: String, _ members: [String: String]) -> [UInt8] {

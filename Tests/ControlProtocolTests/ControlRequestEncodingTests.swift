@@ -20,7 +20,7 @@ import Testing
                         category: "Meals", sort: .amount, reverse: true, limit: 50, offset: 100, totals: true)),
         .list(ListQuery(state: .conflict, sort: .merchant)),
         .show(ref: "cp-0206"), .retry(ref: "cp-0206"), .discard(ref: "1b4e28ba"), .delete(ref: "cp-0206e11a39722b8b0b0d34"),
-        .sync(refresh: false), .sync(refresh: true),
+        .sync(refresh: false), .sync(refresh: true), .sync(refresh: false, now: true), .sync(refresh: true, now: true),
         .edit(ref: "cp-0206", fields: cleared),
         .edit(ref: "cp-0206", fields: ExpenseFields(), hasReceipt: true), .edit(ref: "cp-0206", fields: cleared, hasReceipt: true),
         .receipt(ref: "cp-0206e11a"),
@@ -44,6 +44,7 @@ import Testing
         #expect(ControlRequest(id: 6, command: .list(ListQuery(state: .needsAttention, sort: .date, limit: 50))).json.serialized()
                 == #"{"id":6,"limit":50,"op":"list","sort":"date","state":"needs_attention"}"#)
         #expect(ControlRequest(id: 1, command: .sync(refresh: false)).json.serialized() == #"{"id":1,"op":"sync","refresh":false}"#)
+        #expect(ControlRequest(id: 1, command: .sync(refresh: false, now: true)).json.serialized() == #"{"id":1,"now":true,"op":"sync","refresh":false}"#)
         #expect(ControlRequest(id: 2, command: .resolve(ref: "cp-1", takeMine: true)).json.serialized() == #"{"id":2,"op":"resolve","ref":"cp-1","take":"mine"}"#)
         #expect(ControlRequest(id: 3, command: .edit(ref: "cp-1", fields: Self.cleared)).json.serialized()
                 == #"{"id":3,"op":"edit","ref":"cp-1","set":{"amount":"13.00","comment":null}}"#)

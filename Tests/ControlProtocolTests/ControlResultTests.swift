@@ -30,12 +30,14 @@ import Testing
         summary.server = .unreachable
         summary.spoolRejected = 2
         summary.spoolWaiting = 5
+        summary.held = 2
         var report = StatusReport(summary: summary, line: "3 queued", serverURL: "http://127.0.0.1:8080", stateDirectory: "/var/lib/expensed",
                                   spoolDirectory: nil, deviceID: "d",
                                   contact: .init(lastContactMilliseconds: nil, lastErrorClass: "transport", lastError: "refused", lastErrorMilliseconds: 1_795_000_000_500))
         report.outbox = OutboxRoomState(limits: OutboxLimits(maxJobs: 5, maxReceiptBytes: 3 << 20, diskReserveBytes: 0),
                                         use: OutboxLimits.Use(jobs: 4, receiptBytes: 1 << 20, diskFreeBytes: 4096, headroomMissing: true),
                                         headroomHeld: false)
+        report.metered = .init(network: "guess-yes", mode: "pause-receipts", hold: "receipt uploads paused (metered = pause-receipts)")
         return report
     }()
 
@@ -65,12 +67,18 @@ import Testing
         let receipt = ReceiptResult(transactionID: "cp-1", kind: .pdf, size: 1234, sha256: String(repeating: "ab", count: 32), source: .keptLocally)
         #expect(try Self.roundTrip(receipt) == receipt)
         #expect(try Self.roundTrip(SyncResult(refresh: true)) == SyncResult(refresh: true))
+        #expect(try Self.roundTrip(SyncResult(refresh: false, now: true)) == SyncResult(refresh: false, now: true))
         #expect(try Self.roundTrip(Self.status) == Self.status)
+        var withoutNetworkManager = Self.status
+        withoutNetworkManager.metered = .init(network: nil, mode: "pause", hold: nil)
+        #expect(try Self.roundTrip(withoutNetworkManager) == withoutNetworkManager)
         var withoutServer = Self.status
         withoutServer.contact = nil
         withoutServer.serverURL = nil
+        withoutServer.metered = nil
         #expect(try Self.roundTrip(withoutServer) == withoutServer)
         #expect(try Self.roundTrip(withoutServer).json["last_contact_at"] == nil, "no server: no contact members")
+        #expect(try Self.roundTrip(withoutServer).json["metered_mode"] == nil, "no server: no metered members")
         var unknownRoom = Self.status
         unknownRoom.outbox = OutboxRoomState(limits: .none, use: OutboxLimits.Use(jobs: 0, receiptBytes: 0, diskFreeBytes: nil), headroomHeld: nil)
         #expect(try Self.roundTrip(unknownRoom) == unknownRoom)
@@ -127,6 +135,9 @@ import Testing
         #expect(throws: ControlDecodingError(path: "result.jobs[1].kind", "unknown value 'upload'")) { try ExpenseDetail(json: .object(object)) }
         #expect(throws: ControlDecodingError(path: "result.queued", "expected a whole number, got a string")) {
             try QueueSummary(json: ["queued": "3", "sending": 0, "needs_attention": 0, "oldest_job_at": nil, "server": "ok", "spool_rejected": 0])
+        }
+        #expect(throws: ControlDecodingError(path: "result.held", "expected a whole number, got a string")) {
+            try QueueSummary(json: ["queued": 3, "sending": 0, "needs_attention": 0, "oldest_job_at": nil, "server": "ok", "spool_rejected": 0, "held": "2"])
         }
         #expect(throws: ControlDecodingError(path: "result.oldest_job_at", "not a timestamp: 'yesterday'")) {
             try QueueSummary(json: ["queued": 3, "sending": 0, "needs_attention": 0, "oldest_job_at": "yesterday", "server": "ok", "spool_rejected": 0])

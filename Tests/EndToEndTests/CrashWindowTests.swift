@@ -166,17 +166,22 @@ import Testing
     /// on it, answered "in progress" and retried), and each ends up once.
     @Test func killedWithARequestWaitingInTheHTTPClient_converges() throws {
         let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "1000"])
+        // Between them a proxy that tells when a request has left the daemon whole.
+        let proxy = try FaultProxy(backendPort: sync.port)
+        defer { proxy.stop() }
+        sync.daemon.arguments += ["--server", proxy.baseURL]
         try sync.daemon.start()
         let ids = try SyncTests.add(3, to: sync.daemon)
         try waitUntil(timeout: 5, "the creates to be claimed") { try sync.daemon.request(["op": "status"])["result"]?["sending"] == 3 }
-        // Long enough for the first to reach the server, well within its second.
-        usleep(300_000)
+        try waitUntil(timeout: 10, "the first create to leave the daemon") { proxy.requestsRead("POST") >= 1 }
         sync.daemon.crash()
-        try waitUntil(timeout: 5, "the server to finish the create it was given") {
+        try waitUntil(timeout: 10, "the server to finish the create it was given") {
             sync.accessLog().contains { $0.first == "POST" }
         }
-        usleep(300_000)
-        #expect(sync.accessLog().filter { $0.first == "POST" }.count == 1, "the create waiting in the HTTP client never left")
+        // The daemon is gone: once the proxy has seen its connections end, nothing more can come from it.
+        try waitUntil(timeout: 10, "the dead daemon's connections to end") { proxy.openConnections == 0 }
+        #expect(proxy.requestsRead("POST") == 1, "the create waiting in the HTTP client never left: \(proxy.log)")
+        #expect(sync.accessLog().filter { $0.first == "POST" }.count == 1)
         try sync.daemon.start()
         try sync.waitUntilDrained(timeout: 30)
         #expect(sync.daemon.stop() == 0)

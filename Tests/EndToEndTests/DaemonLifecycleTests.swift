@@ -1,6 +1,7 @@
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
+@testable import Posix
 import SQLite
 import Testing
 
@@ -94,6 +95,24 @@ import Testing
         ], timeout: 20)
         #expect(other.status == 75)
         #expect(other.stderr.contains("is in use by process \(daemon.process!.pid)"), "\(other.stderr)")
+        #expect(try daemon.request(["op": "status"])["ok"] == true)
+    }
+
+    /// A process that was given the lock file's open description (as a
+    /// child still between fork and exec of a daemon killed meanwhile is)
+    /// does not keep the state directory locked once the lock's taker is gone.
+    @Test func theLocksDescriptorInAnotherProcess_doesNotKeepTheStateDirectoryLocked() throws {
+        let daemon = DaemonHarness()
+        try FileSystem.makeDirectories(daemon.stateDirectory, mode: 0o700)
+        var lock: FileLock? = try FileLock(path: "\(daemon.stateDirectory)/expensed.lock")
+        let holder = try Subprocess("/bin/sleep", arguments: ["600"], standardInput: .descriptor(lock!.descriptor))
+        defer {
+            holder.signal(SIGKILL)
+            _ = holder.wait()
+        }
+        lock = nil
+        try daemon.start()
+        defer { daemon.stop() }
         #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
@@ -291,6 +310,14 @@ import Testing
         ("backoff_base = 10s\nbackoff_cap = 1s\n", "backoff_base (10s) is longer than backoff_cap (1s)"),
         ("spool_sidecar_window = soon\n", "expensed.conf:1: spool_sidecar_window: must be a duration from 0ms to 7d"),
         ("spool_sidecar_window = 8d\n", "expensed.conf:1: spool_sidecar_window: must be from 0ms to 7d"),
+        ("receipt_languages = English\n", "expensed.conf:1: receipt_languages: 'English' is not a Tesseract language name (like eng, deu or chi_sim)"),
+        ("receipt_languages = eng eng\n", "expensed.conf:1: receipt_languages: a language is named twice"),
+        ("receipt_date_order = dd/mm/yyyy\n", "expensed.conf:1: receipt_date_order: must be locale, day-first or month-first"),
+        ("receipt_currency = eur\n", "expensed.conf:1: receipt_currency: must be none or an ISO 4217 code in capitals, like EUR"),
+        ("receipt_tessdata = tessdata\n", "expensed.conf:1: receipt_tessdata: must be an absolute path"),
+        // Language data that is not installed: the package that has it.
+        ("receipt_languages = eng xyz_abc\n",
+         "Refusing to start: no xyz_abc.traineddata in /usr/share/tesseract-ocr/5/tessdata: install Debian's tesseract-ocr-xyz-abc (receipt_languages)"),
     ])
     func badConfigurationLine_isReportedWithItsLineNumber(_ text: String, expected: String) throws {
         let dir = TemporaryDirectory()
@@ -300,6 +327,27 @@ import Testing
         #expect(result.status == 78)
         #expect(result.stderr.contains(expected), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.at("state")), "nothing created on a bad configuration")
+    }
+
+    /// With `receipt_date_order = locale` (the default), how a receipt's
+    /// `03/04/2026` will be read comes from the time locale, compiled here
+    /// with localedef into a folder of the test's own (`LOCPATH`): en_GB
+    /// writes the day first, en_US the month; C names neither, and no such
+    /// date is suggested. Start-up says which.
+    @Test(arguments: [("en_GB", "are read day-first, as the locale en_GB.UTF-8 writes dates (receipt_date_order = locale)"),
+                      ("en_US", "are read month-first, as the locale en_US.UTF-8 writes dates (receipt_date_order = locale)"),
+                      ("C", "are not suggested: the locale C.UTF-8 gives no day-first or month-first order; set receipt_date_order"),
+                      ("fr_FR", "are not suggested: the locale fr_FR.UTF-8 is not installed (locale -a lists those that are); set receipt_date_order")])
+    func theLocalesDateOrder_isSaidAtStart(_ locale: String, _ said: String) throws {
+        let locales = TemporaryDirectory(prefix: "locales")
+        if locale != "C" && locale != "fr_FR" {
+            let made = try runCommand("/usr/bin/localedef", ["-i", locale, "-f", "UTF-8", locales.at("\(locale).UTF-8")], timeout: 120)
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let daemon = DaemonHarness(arguments: ["--server", "none"], environment: ["LOCPATH": locales.path, "LC_ALL": "\(locale).UTF-8"])
+        try daemon.start()
+        defer { daemon.stop() }
+        try waitUntil(timeout: 20, "the date order said") { daemon.log.contains("Receipt dates like 03/04/2026 \(said)") }
     }
 
     @Test func flags_overrideTheConfigurationFile() throws {

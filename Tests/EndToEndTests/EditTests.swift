@@ -84,7 +84,11 @@ import Testing
         defer { sync.daemon.stop() }
         let id = try Self.add(sync.daemon)
         try sync.waitUntilDrained()
+        // Offline: a daemon that only queues, so no edit is in flight when
+        // the next comes (a send that fails for the transport would be).
+        sync.daemon.stop()
         sync.stopServer()
+        try Self.startQueueingOnly(sync)
         try Self.edit(sync.daemon, id, ["--amount", "13.00"])
         try Self.edit(sync.daemon, id, ["--comment", "with the team"])
         try Self.edit(sync.daemon, id, ["--amount", "14.00", "--category", "Meals"])
@@ -94,7 +98,7 @@ import Testing
         #expect(listed?["amount"] == "14.00", "reads fold the pending edit")
         #expect(listed?["pending_fields"] == ["amount", "category", "comment"])
 
-        try sync.startServer()
+        try Self.goOnline(sync)
         try sync.waitUntilDrained()
         #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
         let server = try Self.serverExpense(sync, id)

@@ -61,6 +61,8 @@ import Testing
         ("OutboxStore", ["SyncEngine", "ControlSocket", "SpoolIntake", "ControlProtocol", "Curl"]),
         // The domain: no I/O, no C but the digest.
         ("ExpenseCore", ["Posix", "SQLite", "Curl", "Systemd"]),
+        // Reading a receipt's text into fields: pure, the decoder's C stays in the child.
+        ("ReceiptReading", ["Posix", "SQLite", "Curl", "Systemd", "CDecoder", "ReceiptCopy", "OutboxStore"]),
     ])
     func subsystem_declaresNoSiblingItMustNotSee(_ name: String, _ forbidden: [String]) throws {
         let target = try #require(try Self.targets()[name])

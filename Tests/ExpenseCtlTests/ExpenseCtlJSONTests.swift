@@ -14,7 +14,7 @@ import Testing
     /// The members of a summary of the queue (`sync --wait`, `watch`).
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
-        "server": "string", "spool_rejected": "integer", "spool_waiting": "integer",
+        "server": "string", "spool_rejected": "integer", "spool_waiting": "integer", "held": "integer",
     ]
     /// The outbox's use against its limits, in `status`.
     static let outboxRoom: Shape = [
@@ -64,7 +64,7 @@ import Testing
         expect(waited, is: Self.queueSummary)
         #expect(waited["queued"] == 0 && waited["sending"] == 0 && waited["server"] == "ok")
         let triggered = try Self.json(sync.daemon, ["sync", "--refresh"])
-        expect(triggered, is: ["triggered": "boolean", "refresh": "boolean"])
+        expect(triggered, is: ["triggered": "boolean", "refresh": "boolean", "now": "boolean"])
         #expect(triggered["refresh"] == true)
 
         let listed = try Self.json(sync.daemon, ["list"])
@@ -93,6 +93,7 @@ import Testing
             "line": "string", "server_url": "string|null", "state_dir": "string", "spool_dir": "string|null", "device_id": "string",
             "last_contact_at": "string|null", "last_error": "string|null", "last_error_class": "string|null", "last_error_at": "string|null",
             "outbox": "object",
+            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null",
         ]) { $1 })
         expect(try #require(status["outbox"]), is: Self.outboxRoom)
         #expect(status["outbox"]?["max_jobs"] == 100_000 && status["outbox"]?["headroom_held"] == true, "\(status.serialized())")

@@ -1,5 +1,7 @@
 import ExpenseCore
 @testable import ExpenseDaemon
+import ReceiptReading
+import SyncEngine
 import Testing
 
 @Suite struct ConfigurationTests {
@@ -84,6 +86,77 @@ import Testing
             var configuration = Configuration()
             try configuration.apply(fileText: "spool_scan_interval = sometimes\n", path: "x.conf")
         }
+    }
+
+    @Test func metered_isPauseReceiptsPauseOrIgnore_andNothingElse() throws {
+        #expect(Configuration().metered == .pauseReceipts, "receipt uploads wait on a metered link unless told")
+        for mode in MeteredMode.allCases {
+            var configuration = Configuration()
+            try configuration.apply(fileText: "metered = \(mode.rawValue)\n", path: "x.conf")
+            #expect(configuration.metered == mode)
+            #expect(try Configuration.parse(arguments: ["--metered", mode.rawValue]) { _ in nil } == .run(with { $0.metered = mode }))
+        }
+        for garbage in ["", "yes", "no", "Pause", "PAUSE-RECEIPTS", "pause_receipts", "pause,ignore", "0", "1", "true", "\u{1B}[2J"] {
+            var configuration = Configuration()
+            #expect(throws: ConfigurationError("metered: must be pause-receipts, pause or ignore", file: "x.conf", line: 1), "'\(garbage)'") {
+                try configuration.apply(fileText: "metered = \(garbage)\n", path: "x.conf")
+            }
+        }
+        do {
+            _ = try Configuration.parse(arguments: ["--metered", "sometimes"]) { _ in nil }
+            Issue.record("--metered sometimes was accepted")
+        } catch let error as UsageError {
+            #expect("\(error)".contains("--metered: must be pause-receipts, pause or ignore"), "\(error)")
+        }
+        // The flag wins over the file, as every flag does.
+        #expect(try Configuration.parse(arguments: ["--metered", "ignore"]) { _ in "metered = pause\n" } == .run(with { $0.metered = .ignore }))
+    }
+
+    /// Reading receipts: the languages (spaces or `+` between them), where
+    /// their data is, the date order and the default currency; garbage is
+    /// refused naming the key, and the reader and the parser get what was set.
+    @Test func receiptReadingKeys_parse_andReachTheReaderAndTheParser() throws {
+        var configuration = Configuration()
+        #expect(configuration.receiptLanguages == ["eng"] && configuration.receiptDateOrder == nil && configuration.receiptCurrency == nil)
+        try configuration.apply(fileText: """
+            receipt_languages = eng  deu+fra
+            receipt_tessdata = /opt/tessdata/
+            receipt_date_order = month-first
+            receipt_currency = CAD
+            """, path: "x.conf")
+        #expect(configuration.receiptLanguages == ["eng", "deu", "fra"] && configuration.receiptTessdata == "/opt/tessdata")
+        let reader = configuration.receiptReaderRun
+        #expect(reader.settings.languages == ["eng", "deu", "fra"] && reader.settings.tessdata == "/opt/tessdata")
+        #expect(reader.settings.arguments.starts(with: ["--read", "--languages", "eng+deu+fra", "--tessdata", "/opt/tessdata"]))
+        #expect(reader.environment["OMP_THREAD_LIMIT"] == "1")
+        #expect(configuration.readingSettings(localeDateFormat: "%d/%m/%Y") == ReadingSettings(dateOrder: .monthFirst, defaultCurrency: "CAD"),
+                "the setting wins over the locale")
+        #expect(configuration.receiptReadingProblem == "Refusing to start: no eng.traineddata in /opt/tessdata: install Debian's tesseract-ocr-eng (receipt_languages)")
+        try configuration.apply(fileText: "receipt_date_order = locale\nreceipt_currency = none\n", path: "y.conf")
+        #expect(configuration.readingSettings(localeDateFormat: "%d/%m/%Y") == ReadingSettings(dateOrder: .dayFirst))
+        #expect(configuration.readingSettings(localeDateFormat: nil) == ReadingSettings(), "no order: ambiguous dates stay ambiguous")
+        #expect(Configuration().receiptReadingProblem == nil, "Debian's eng is installed (scripts/setup)")
+        for (key, value) in [("receipt_languages", ""), ("receipt_languages", "eng,deu"), ("receipt_languages", "ENG"), ("receipt_languages", "../eng"),
+                             ("receipt_languages", "eng eng"), ("receipt_tessdata", ""), ("receipt_tessdata", "relative"),
+                             ("receipt_date_order", "dd/mm"), ("receipt_date_order", "Day-First"), ("receipt_currency", "eur"),
+                             ("receipt_currency", "XYZ"), ("receipt_currency", "EURO"), ("receipt_currency", "")] {
+            var configuration = Configuration()
+            #expect(throws: ConfigurationError.self, "\(key) = '\(value)'") { try configuration.apply(fileText: "\(key) = \(value)\n", path: "x.conf") }
+        }
+        #expect(try Configuration.parse(arguments: ["--receipt-date-order", "day-first"]) { _ in nil } == .run(with { $0.receiptDateOrder = .dayFirst }))
+    }
+
+    @Test func theDateOrder_isSaidAtStart_withWhereItComesFrom() {
+        var configuration = Configuration()
+        #expect(configuration.dateOrderDescription(localeDateFormat: "%m/%d/%Y", localeName: "en_US.UTF-8")
+                == "Receipt dates like 03/04/2026 are read month-first, as the locale en_US.UTF-8 writes dates (receipt_date_order = locale)")
+        #expect(configuration.dateOrderDescription(localeDateFormat: nil, localeName: "C.UTF-8")
+                == "Receipt dates like 03/04/2026 are not suggested: the locale C.UTF-8 gives no day-first or month-first order; set receipt_date_order")
+        #expect(configuration.dateOrderDescription(localeDateFormat: nil, localeName: "en_GB.UTF-8", isLocaleInstalled: false)
+                == "Receipt dates like 03/04/2026 are not suggested: the locale en_GB.UTF-8 is not installed (locale -a lists those that are); set receipt_date_order")
+        configuration.receiptDateOrder = .dayFirst
+        #expect(configuration.dateOrderDescription(localeDateFormat: "%m/%d/%Y", localeName: "en_US.UTF-8")
+                == "Receipt dates like 03/04/2026 are read day-first (receipt_date_order)")
     }
 
     func with(_ change: (inout Configuration) -> Void) -> Configuration {

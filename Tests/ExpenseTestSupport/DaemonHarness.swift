@@ -31,7 +31,9 @@ public final class DaemonHarness: @unchecked Sendable {
         }
         self.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath,
                           "--spool-dir", spool ? spoolDirectory : "none", "--log-target", "stderr"] + arguments
-        self.environment = environment
+        // Never the machine's own system bus (its NetworkManager could hold
+        // uploads): a test that wants one passes a bus of its own (FakeSystemBus).
+        self.environment = environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(self.directory.at("no-system-bus"))"]) { given, _ in given }
         if spool { try? FileManager.default.createDirectory(atPath: spoolDirectory, withIntermediateDirectories: true) }
     }
 

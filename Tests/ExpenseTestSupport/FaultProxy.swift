@@ -97,6 +97,7 @@ public final class FaultProxy: @unchecked Sendable {
         var log: [Entry] = []
         var connections = 0
         var open: Set<Int32> = []
+        var readMethods: [String] = []
         var stopped = false
     }
 
@@ -127,6 +128,12 @@ public final class FaultProxy: @unchecked Sendable {
     public var log: [Entry] { state.withLock { $0.log } }
 
     /// How many requests got `action`.
+    /// Requests with `method` read whole from clients, forwarded or not yet.
+    public func requestsRead(_ method: String) -> Int { state.withLock { $0.readMethods.count { $0 == method } } }
+
+    /// Client connections still open.
+    public var openConnections: Int { state.withLock { $0.open.count } }
+
     public func count(_ action: Action) -> Int { state.withLock { $0.log.count { $0.action == action } } }
 
     /// Changes the odds for the requests read from now on (say, to none,
@@ -189,6 +196,7 @@ public final class FaultProxy: @unchecked Sendable {
                 return
             }
             onConnection += 1
+            state.withLock { $0.readMethods.append(request.method) }
             let action = decide(request)
             var backendStatus: Int?
             var answer: [UInt8]?

@@ -39,6 +39,15 @@ public final class StallingProxy: @unchecked Sendable {
     /// Connections accepted since ``goSilent()``.
     public var silentConnectionCount: Int { state.withLock { $0.silentConnections } }
 
+    /// Closes the connections accepted while silent (they stay silent):
+    /// what waited on them learns at once that the host hung up.
+    public func hangUpSilentConnections() {
+        state.withLock { state in
+            for fd in state.silentDescriptors { close(fd) }
+            state.silentDescriptors = []
+        }
+    }
+
     public func stop() {
         if stopped.exchange(true, ordering: .relaxed) { return }
         shutdown(listener, Int32(SHUT_RDWR))

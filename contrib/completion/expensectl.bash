@@ -63,7 +63,7 @@ _expensectl()
         edit) options="$fields --receipt" ;;
         receipt) options="-o --output --open --original" ;;
         list) options="--state --incomplete --since --until --merchant --category --sort --reverse --limit --offset --totals --ids" ;;
-        sync) options="--refresh --wait --timeout" ;;
+        sync) options="--refresh --now --wait --timeout" ;;
         watch) options="--summary" ;;
         resolve) options="--take" ;;
         delete) options="--yes" ;;

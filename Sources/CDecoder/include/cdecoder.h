@@ -47,4 +47,7 @@ void cdecoder_free(void *pointer);
 /// libvips's last error, one line.
 const char *cdecoder_error(void);
 
+// The reader's calls (Tesseract, poppler): this header is the module's umbrella.
+#include "creader.h"
+
 #endif

@@ -11,6 +11,9 @@ public struct QueueSummary: Sendable, Equatable {
     public var spoolRejected = 0
     /// Files left in the spool until the outbox has room for them.
     public var spoolWaiting = 0
+    /// Queued jobs a metered link holds now (counted in `queued` too): 0
+    /// when nothing is held, and while `sync --now` lifts the hold.
+    public var held = 0
 
     public init() {}
 
@@ -23,6 +26,9 @@ public struct QueueSummary: Sendable, Equatable {
     }
 
     public var pending: Int { queued + sending }
+
+    /// What is pending but not held: what passes send now.
+    public var pendingUnheld: Int { max(pending - held, 0) }
 
     /// One line, e.g. "3 queued, 1 sending, 0 need attention; oldest 2m; server ok".
     public func line(nowMilliseconds: Int64) -> String {
@@ -37,6 +43,7 @@ public struct QueueSummary: Sendable, Equatable {
         case .unreachable: text += "; server unreachable"
         case .needsCredentials: text += "; server needs credentials"
         }
+        if held > 0 { text += "; \(held) held (metered link)" }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
         if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }
         return text

@@ -49,11 +49,16 @@ extension Store {
     /// commit. New jobs and retried ones take turns (Postfix's incoming and
     /// deferred queues), so a backlog of failing jobs never starves new ones.
     /// The jobs of `paused` accounts (their token refused or missing) stay
-    /// where they are: one account's trouble holds up no other.
-    public func claim(limit: Int, now: Int64, paused: Set<String> = []) async throws -> [OutboxJob] {
-        let skip = paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))"
-        let pausedList = SQLValue.text(JSONValue.array(paused.sorted().map { .string($0) }).serialized())
-        let values: [SQLValue] = paused.isEmpty ? [.integer(now), .integer(Int64(limit))] : [.integer(now), .integer(Int64(limit)), pausedList]
+    /// where they are: one account's trouble holds up no other. So do jobs
+    /// of the `holding` kinds (a metered link's receipt uploads): held, not
+    /// failed, they wait with their attempts and retry time untouched.
+    public func claim(limit: Int, now: Int64, paused: Set<String> = [], holding: Set<JobKind> = []) async throws -> [OutboxJob] {
+        let skip = (paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))")
+            + (holding.isEmpty ? "" : " AND jobs.kind NOT IN (SELECT value FROM json_each(?4))")
+        // Bound up to the last number the SQL names (?3 unused is allowed; a value past the last is not).
+        let values: [SQLValue] = [.integer(now), .integer(Int64(limit))]
+            + (paused.isEmpty && holding.isEmpty ? [] : [Store.textList(paused.sorted())])
+            + (holding.isEmpty ? [] : [Store.textList(holding.map(\.rawValue).sorted())])
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
@@ -80,6 +85,11 @@ extension Store {
             }
             return (claimed, try states.changes(db))
         }
+    }
+
+    /// Strings as one value, a JSON array, for `IN (SELECT value FROM json_each(?))`.
+    static func textList(_ values: [String]) -> SQLValue {
+        .text(JSONValue.array(values.map { .string($0) }).serialized())
     }
 
     /// The jobs' sequence numbers as one value, a JSON array, for
@@ -179,15 +189,47 @@ extension Store {
     }
 
     /// What the next wake-up depends on, in one read: whether anything is
-    /// queued, and when the first backing-off job is due (if one is).
-    public func pendingWork() async throws -> (queued: Bool, earliestRetry: Int64?) {
+    /// queued, and when the first backing-off job is due (if one is); jobs
+    /// of the `holding` kinds (held by a metered link) left out.
+    public func pendingWork(holding: Set<JobKind> = []) async throws -> (queued: Bool, earliestRetry: Int64?) {
         try await database.read { db in
-            let queued = (try db.scalarInt("SELECT value FROM counters WHERE name = 'queued'") ?? 0) > 0
+            guard !holding.isEmpty else {
+                let queued = (try db.scalarInt("SELECT value FROM counters WHERE name = 'queued'") ?? 0) > 0
+                let due = try db.queryFirst("""
+                    SELECT next_attempt_at FROM jobs WHERE (attempts > 0 OR transient_attempts > 0) AND state = 'queued'
+                    ORDER BY next_attempt_at LIMIT 1
+                    """) { $0.int64(0) }
+                return (queued, due)
+            }
+            let kinds = Store.textList(holding.map(\.rawValue).sorted())
+            let queued = try db.scalarInt("""
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND kind NOT IN (SELECT value FROM json_each(?)))
+                """, [kinds]) == 1
             let due = try db.queryFirst("""
                 SELECT next_attempt_at FROM jobs WHERE (attempts > 0 OR transient_attempts > 0) AND state = 'queued'
+                    AND kind NOT IN (SELECT value FROM json_each(?))
                 ORDER BY next_attempt_at LIMIT 1
-                """) { $0.int64(0) }
+                """, [kinds]) { $0.int64(0) }
             return (queued, due)
+        }
+    }
+
+    /// How many queued jobs of `kinds` there are in `scope`: those a
+    /// metered link holds. Counted only while something is held (a scan
+    /// of the queued jobs: no counter keeps kinds).
+    public func queuedCount(of kinds: Set<JobKind>, in scope: AccountScope = .all) async throws -> Int {
+        guard !kinds.isEmpty else { return 0 }
+        return try await database.read { db in
+            let kindList = Store.textList(kinds.map(\.rawValue).sorted())
+            switch scope {
+            case .all:
+                return Int(try db.scalarInt("SELECT count(*) FROM jobs WHERE state = 'queued' AND kind IN (SELECT value FROM json_each(?))",
+                                            [kindList]) ?? 0)
+            case .account(let account):
+                return Int(try db.scalarInt("""
+                    SELECT count(*) FROM jobs WHERE account = ? AND state = 'queued' AND kind IN (SELECT value FROM json_each(?))
+                    """, [.text(account), kindList]) ?? 0)
+            }
         }
     }
 }
