@@ -26,8 +26,11 @@ public final class DaemonHarness: @unchecked Sendable {
         socketPath = self.directory.at("control.sock")
         spoolDirectory = self.directory.at("spool")
         let configPath = self.directory.at("expensed.conf")
+        // A small reserve: the default (5 % of the file system, at most
+        // 1 GiB) would refuse adds on a machine whose temporary folder has
+        // little free space; a test of the reserve sets its own.
         if !FileManager.default.fileExists(atPath: configPath) {
-            _ = FileManager.default.createFile(atPath: configPath, contents: Data())
+            _ = FileManager.default.createFile(atPath: configPath, contents: Data("disk_reserve = 16M\n".utf8))
         }
         self.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath,
                           "--spool-dir", spool ? spoolDirectory : "none", "--log-target", "stderr"] + arguments
