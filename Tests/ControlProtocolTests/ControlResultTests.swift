@@ -137,7 +137,7 @@ import Testing
             try QueueSummary(json: ["queued": "3", "sending": 0, "needs_attention": 0, "oldest_job_at": nil, "server": "ok", "spool_rejected": 0])
         }
         #expect(throws: ControlDecodingError(path: "result.held", "expected a whole number, got a string")) {
-            try QueueSummary(json: ["queued": 3, "sending": 0, "needs_attention": 0, "oldest_job_at": nil, "server": "ok", "spool_rejected": 0, "held": "2"])
+            try QueueSummary(json: ["queued": 3, "sending": 0, "needs_attention": 0, "oldest_job_at": nil, "server": "ok", "spool_rejected": 0, "spool_waiting": 0, "held": "2"])
         }
         #expect(throws: ControlDecodingError(path: "result.oldest_job_at", "not a timestamp: 'yesterday'")) {
             try QueueSummary(json: ["queued": 3, "sending": 0, "needs_attention": 0, "oldest_job_at": "yesterday", "server": "ok", "spool_rejected": 0])

@@ -224,7 +224,7 @@ import Testing
     /// the receipts it removes free room, so the headroom is set aside
     /// again. Meanwhile adds are refused.
     @Test func aFullStateFileSystem_doesNotStopTheDrain() throws {
-        let sync = try SyncHarness()
+        let sync = try SyncHarness(daemonArguments: ["--disk-reserve", "auto"])
         let daemon = sync.daemon
         sync.writeToken("not-the-token")
         let state = try SmallFileSystem.start(daemon, megabytes: 24)
