@@ -1,5 +1,6 @@
 import ExpenseTestSupport
 import Foundation
+import Synchronization
 import SQLite
 import Testing
 
@@ -168,7 +169,7 @@ import Testing
         #expect(rows == [1, 3])
     }
 
-    @Test func databaseQueue_aWholeTransactionRollbackFailsExactlyTheWritesItUndid() async throws {
+    @Test func databaseQueue_aWholeTransactionRollbackFailsExactlyTheWritesItUndid() throws {
         let dir = TemporaryDirectory()
         let queue = try DatabaseQueue(path: dir.at("full.db")) { db in
             try db.execute("PRAGMA journal_mode = WAL")
@@ -177,32 +178,35 @@ import Testing
             // SQLite then rolls the whole transaction back by itself.
             try db.execute("PRAGMA max_page_count = 8")
         }
-        // Hold the queue so the next writes share one group commit.
-        async let hold: Void = queue.write { _ -> Void in usleep(200_000) }
-        try await Task.sleep(for: .milliseconds(50))
-        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
-            for i in 1...6 {
-                group.addTask {
-                    do {
-                        try await queue.write { db -> Void in
-                            let pad = [UInt8](repeating: 0x55, count: i == 3 ? 200_000 : 10)
-                            try db.execute("INSERT INTO t VALUES (?, ?)", [.integer(Int64(i)), .blob(pad)])
-                        }
-                        return (i, true)
-                    } catch {
-                        return (i, false)
-                    }
-                }
-                try? await Task.sleep(for: .milliseconds(5))
-            }
-            var all: [Int: Bool] = [:]
-            for await (i, ok) in group { all[i] = ok }
-            return all
+        // Hold the queue (its thread runs the first write) while six more
+        // are enqueued, in order: they share the next group commit.
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        done.enter()
+        queue.write({ _ -> Void in
+            holding.signal()
+            release.wait()
+        }, completion: { _ in done.leave() })
+        holding.wait()
+        let outcomes = Mutex<[Int: Bool]>([:])
+        for i in 1...6 {
+            done.enter()
+            queue.write({ db -> Void in
+                let pad = [UInt8](repeating: 0x55, count: i == 3 ? 200_000 : 10)
+                try db.execute("INSERT INTO t VALUES (?, ?)", [.integer(Int64(i)), .blob(pad)])
+            }, completion: { result in
+                outcomes.withLock { $0[i] = (try? result.get()) != nil }
+                done.leave()
+            })
         }
-        try await hold
-        let stored = Set(try await queue.read { db in try db.query("SELECT x FROM t") { $0.int(0) } })
-        #expect(outcomes[3] == false, "the write that filled the disk fails")
-        for (i, ok) in outcomes {
+        release.signal()
+        done.wait()
+        let outcome = outcomes.withLock { $0 }
+        let stored = Set(try queue.sync { db in try db.query("SELECT x FROM t") { $0.int(0) } })
+        #expect(outcome.count == 6)
+        #expect(outcome[3] == false, "the write that filled the disk fails")
+        for (i, ok) in outcome {
             #expect(ok == stored.contains(i), "write \(i) reported \(ok ? "stored" : "failed") but is \(stored.contains(i) ? "" : "not ")in the table")
         }
         #expect(stored.contains(6), "writes after the rollback still commit")
