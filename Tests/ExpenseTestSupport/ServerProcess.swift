@@ -23,15 +23,16 @@ public final class ServerProcess: @unchecked Sendable {
     ///   - database: `--database` (a `postgresql://` URL), for both `user add` and `serve`.
     ///   - port: the port to listen on; 0 (the default) picks a free one.
     ///   - launcher: a command that runs the server (`ip netns exec NS`), by `exec`.
+    ///   - host: the address to listen on (another than loopback inside a network namespace of the test's own).
     public init(dataDirectory: String, database: String? = nil, arguments: [String] = [], executable: String = BuiltProducts.path("expense-server"),
                 outputDirectory: String? = nil, environment: [String: String] = [:], token: String? = nil, port requestedPort: UInt16 = 0,
-                launcher: [String] = []) throws {
+                launcher: [String] = [], host: String = "127.0.0.1") throws {
         self.executable = executable
         self.dataDirectory = dataDirectory
         self.database = database
         self.token = try token ?? Self.addUser("alice", dataDirectory: dataDirectory, database: database, executable: executable)
         let storage = ["--data-dir", dataDirectory] + (database.map { ["--database", $0] } ?? [])
-        let command = launcher + [executable, "serve", "--listen", "127.0.0.1:\(requestedPort)"] + storage + arguments
+        let command = launcher + [executable, "serve", "--listen", "\(host):\(requestedPort)"] + storage + arguments
         let child = try ChildProcess(command[0], Array(command.dropFirst()),
                                      environment: environment, outputDirectory: outputDirectory ?? URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path,
                                      name: "expense-server")
@@ -39,7 +40,7 @@ public final class ServerProcess: @unchecked Sendable {
         var found: UInt16?
         try waitUntil(timeout: 20, "expense-server to listen") {
             if !child.isRunning { throw TestFailure("expense-server exited: \(child.standardError)") }
-            found = Self.listeningPort(in: child.standardError)
+            found = Self.listeningPort(in: child.standardError, host: host)
             return found != nil
         }
         port = found!
@@ -55,9 +56,9 @@ public final class ServerProcess: @unchecked Sendable {
         return result.stdout.trimmingCharacters(in: .newlines)
     }
 
-    /// The port of the `expense-server: listening on 127.0.0.1:PORT` line.
-    public static func listeningPort(in output: String) -> UInt16? {
-        for line in output.split(separator: "\n") where line.hasPrefix("expense-server: listening on 127.0.0.1:") {
+    /// The port of the `expense-server: listening on HOST:PORT` line.
+    public static func listeningPort(in output: String, host: String = "127.0.0.1") -> UInt16? {
+        for line in output.split(separator: "\n") where line.hasPrefix("expense-server: listening on \(host):") {
             return UInt16(line.split(separator: ":").last ?? "")
         }
         return nil
