@@ -14,6 +14,8 @@ extension QueueSummary: ControlResult {
             "server": .string(server.rawValue),
             "spool_rejected": .integer(spoolRejected),
             "held": .integer(held),
+            "incomplete": .integer(incomplete),
+            "incomplete_jobs": .integer(incompleteJobs),
         ]
     }
 
@@ -30,5 +32,7 @@ extension QueueSummary: ControlResult {
         server = try m.choice("server", ServerState.self)
         spoolRejected = try m.int("spool_rejected")
         held = try m.int("held")
+        incomplete = try m.int("incomplete")
+        incompleteJobs = try m.int("incomplete_jobs")
     }
 }

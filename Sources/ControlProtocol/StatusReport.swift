@@ -19,6 +19,10 @@ public struct StatusReport: ControlResult, Equatable {
     public var accounts: [AccountState]?
     /// Present when a server is configured: what a metered link holds.
     public var metered: MeteredState?
+    /// What the backend needs of an expense before it creates it, when it
+    /// needs anything ("ihatemoney needs an amount and a date to create an
+    /// expense"); `summary.incomplete` counts the expenses held for it.
+    public var incompleteRule: String?
 
     /// Whether the link is metered and what that holds (docs/sync.md,
     /// "Metered links"); `summary.held` counts the jobs held.
@@ -61,6 +65,8 @@ public struct StatusReport: ControlResult, Equatable {
             var object = summary.members
             object["spool_rejected"] = nil
             object["held"] = nil
+            object["incomplete"] = nil
+            object["incomplete_jobs"] = nil
             object["account"] = .string(account)
             object["token_problem"] = .string(tokenProblem)
             object["last_error_class"] = .string(lastError?.lastErrorClass)
@@ -127,6 +133,7 @@ public struct StatusReport: ControlResult, Equatable {
             object["metered_mode"] = .string(metered.mode)
             object["metered_hold"] = .string(metered.hold)
         }
+        object["incomplete_rule"] = .string(incompleteRule)
         if let contact {
             object["last_contact_at"] = timestampJSON(contact.lastContactMilliseconds)
             object["last_error_class"] = .string(contact.lastErrorClass)
@@ -152,6 +159,7 @@ public struct StatusReport: ControlResult, Equatable {
                                    hold: try m.nullableString("metered_hold"))
         }
         if m.value("account") != nil { account = try m.string("account") }
+        incompleteRule = try m.nullableString("incomplete_rule")
         if let list = m.value("accounts") {
             guard case .array(let items) = list else { throw ControlDecodingError(path: "result.accounts", "must be an array") }
             accounts = try items.enumerated().map { (index, item) throws(ControlDecodingError) in try AccountState(item, path: "result.accounts[\(index)]") }

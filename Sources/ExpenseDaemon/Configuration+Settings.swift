@@ -1,4 +1,5 @@
 import ControlSocket
+import ExpenseCore
 import ExpenseServerBackend
 import FavaBackend
 import IhatemoneyBackend
@@ -49,6 +50,17 @@ extension Configuration {
             return FavaBackend(settings: FavaBackend.Settings(
                 baseURL: baseURL, expenseAccountTemplate: favaExpenseAccount, fundingAccount: favaFundingAccount,
                 connectTimeoutMilliseconds: connectTimeoutMilliseconds, requestTimeoutMilliseconds: requestTimeoutMilliseconds))
+        }
+    }
+
+    /// What the configured backend needs of an expense before it creates
+    /// it (held as incomplete until then), known without a server too, so
+    /// that `status` and `list` say which expenses will wait.
+    var requiredFields: RequiredFields {
+        switch backend {
+        case .expenseServer: ExpenseServerBackend.requiredFields
+        case .ihatemoney: IhatemoneyBackend.requiredFields
+        case .fava: FavaBackend.requiredFields
         }
     }
 

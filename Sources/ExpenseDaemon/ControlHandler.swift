@@ -180,11 +180,17 @@ final class ControlHandler: Sendable {
             preconditionFailure("handled above")
         case .list(let query):
             let page = try await store.list(query, in: scope)
-            return ExpenseList(expenses: page.views.map(ExpenseSummary.init), hasMore: page.hasMore, totals: page.totals,
+            let required = publisher.requiredFields
+            return ExpenseList(expenses: page.views.map { view in
+                                   var summary = ExpenseSummary(view)
+                                   summary.missing = required.missing(whileHeld: view)
+                                   return summary
+                               }, hasMore: page.hasMore, totals: page.totals,
                                withoutAmount: page.withoutAmount)
         case .show(let ref):
             let view = try await store.view(ref: ref, in: scope)
             var detail = ExpenseDetail(view)
+            detail.summary.missing = publisher.requiredFields.missing(whileHeld: view)
             detail.original = try await store.originals(of: view.transactionID).first.map {
                 ExpenseDetail.Original(kind: $0.kind, size: $0.size, sha256: $0.sha256.map(Hex.encode), receivedMilliseconds: $0.receivedAt,
                                        removedMilliseconds: $0.removedAt)
@@ -290,6 +296,7 @@ final class ControlHandler: Sendable {
         if let hold = publisher.meteredRecord?.current {
             report.metered = StatusReport.MeteredState(network: hold.link?.name, mode: hold.mode.rawValue, hold: hold.explanation)
         }
+        report.incompleteRule = publisher.requiredFields.rule
         // With accounts: whose the summary is, or each account's part.
         if callers.tokens.directory != nil {
             switch scope {

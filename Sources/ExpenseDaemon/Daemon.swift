@@ -120,7 +120,8 @@ public enum Daemon {
         // the publisher and `status` read it.
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
         let metered: MeteredRecord? = configuration.serverURL == nil ? nil : MeteredRecord(mode: configuration.metered)
-        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered)
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered,
+                                        requiredFields: configuration.requiredFields)
         store.changes.connect(server)
         let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
