@@ -15,13 +15,14 @@ import Testing
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
         "server": "string", "spool_rejected": "integer", "held": "integer",
+        "incomplete": "integer", "incomplete_jobs": "integer",
     ]
     /// One expense in `list`.
     static let expenseSummary: Shape = [
         "transaction_id": "string", "client_id": "string", "state": "string", "merchant": "string|null", "amount": "string|null",
         "currency": "string|null", "date": "string|null", "category": "string|null", "comment": "string|null", "tax_tag": "string|null",
         "receipt": "string", "receipt_url": "string|null", "version": "integer|null", "pending_fields": "array", "conflict": "boolean",
-        "conflicts": "object", "source": "object|null",
+        "conflicts": "object", "source": "object|null", "missing": "array",
     ]
     /// Where an expense came from.
     static let source: Shape = ["kind": "string", "name": "string", "sidecar": "string|null", "dropped_at": "string|null"]
@@ -87,7 +88,7 @@ import Testing
         expect(status, is: Self.queueSummary.merging([
             "line": "string", "server_url": "string|null", "state_dir": "string", "spool_dir": "string|null", "device_id": "string",
             "last_contact_at": "string|null", "last_error": "string|null", "last_error_class": "string|null", "last_error_at": "string|null",
-            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null",
+            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null", "incomplete_rule": "string|null",
         ]) { $1 })
 
         _ = try Self.json(sync.daemon, ["sync", "--wait", "--timeout", "30"])
