@@ -287,7 +287,7 @@ public final class Drainer: Sendable {
             logger.notice("""
                 Expense held as incomplete: \(required.explanation(for: expense.fields) ?? "it lacks nothing"); \
                 nothing is sent until an edit gives it \(missing.joined(separator: ", ")) ('expensectl edit \(expense.transactionID)')
-                """, transactionID: expense.transactionID, account: expense.account)
+                """, transactionID: expense.transactionID, account: expense.account, messageID: .expenseIncomplete)
         }
         state.withLock { $0.toldIncompleteSeq = max($0.toldIncompleteSeq, last.seq) }
     }
