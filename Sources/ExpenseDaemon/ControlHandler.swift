@@ -189,8 +189,7 @@ final class ControlHandler: Sendable {
                                withoutAmount: page.withoutAmount)
         case .show(let ref):
             let view = try await store.view(ref: ref, in: scope)
-            var detail = ExpenseDetail(view)
-            detail.summary.missing = publisher.requiredFields.missing(whileHeld: view)
+            var detail = detail(view)
             detail.original = try await store.originals(of: view.transactionID).first.map {
                 ExpenseDetail.Original(kind: $0.kind, size: $0.size, sha256: $0.sha256.map(Hex.encode), receivedMilliseconds: $0.receivedAt,
                                        removedMilliseconds: $0.removedAt)
@@ -201,7 +200,7 @@ final class ControlHandler: Sendable {
             logger.notice("Retry requested", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         case .discard(let ref):
             let (transactionID, removed) = try await store.discard(ref: ref, in: scope)
             logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
@@ -231,7 +230,7 @@ final class ControlHandler: Sendable {
             }
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         case .delete(let ref):
             let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds, in: scope)
             logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
@@ -246,8 +245,16 @@ final class ControlHandler: Sendable {
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         }
+    }
+
+    /// An expense as `show`, `edit`, `retry` and `resolve` answer it, with
+    /// the fields the backend still needs while it is held as incomplete.
+    private func detail(_ view: ExpenseView) -> ExpenseDetail {
+        var detail = ExpenseDetail(view)
+        detail.summary.missing = publisher.requiredFields.missing(whileHeld: view)
+        return detail
     }
 
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {

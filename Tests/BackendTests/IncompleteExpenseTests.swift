@@ -62,6 +62,10 @@ import Testing
         let ids = try dropTenScans(daemon, directory)
         try waitUntilHeld(daemon, 10, told: 10)
         #expect(try stored().isEmpty, "nothing reached the backend: no 0 bill, no refusal")
+        let told = daemon.log.components(separatedBy: "\n").filter { $0.contains(heldLine) }
+        #expect(ids.allSatisfy { id in told.filter { $0.contains("'expensectl edit \(id)'") }.count == 1 }, "once per expense: \(told)")
+        #expect(told.allSatisfy { $0.contains("\(rule.replacing("an expense", with: "it")); nothing is sent until an edit gives it \(missing.joined(separator: ", "))") },
+                "\(told)")
         let status = try daemon.ctlJSON(["status"])
         #expect(status["incomplete_rule"]?.stringValue == rule)
         #expect(status["needs_attention"] == 0)
@@ -102,8 +106,16 @@ import Testing
         #expect(try stored().isEmpty)
         #expect(try daemon.list().count == 10, "nothing lost")
 
-        // An edit completes one: exactly that one arrives, once, with those fields.
-        let edited = try daemon.ctl(["edit", one, "--amount", "12.50", "--currency", "EUR", "--date", "2026-11-28"])
+        // An amount alone does not complete it: still held, saying what it lacks.
+        let passes = daemon.passesEnded
+        let partial = try daemon.ctlJSON(["edit", one, "--amount", "12.50", "--currency", "EUR"])
+        #expect(partial["missing"] == ["date"], "\(partial)")
+        try daemon.waitForPasses(after: passes, count: 1)
+        #expect(try stored().isEmpty)
+        #expect(try daemon.ctlJSON(["status"])["incomplete"] == 10)
+
+        // The date completes it: exactly that one arrives, once, with those fields.
+        let edited = try daemon.ctl(["edit", one, "--date", "2026-11-28"])
         #expect(edited.status == 0, "\(edited.stderr)")
         try waitUntil(timeout: 60, "the completed expense to reach the backend") { try stored() == [one] }
         try checkArrived(one)
@@ -120,7 +132,7 @@ import Testing
     }
 
     @Test func ihatemoney_holdsTenScans_andBillsOnlyTheOneCompleted() throws {
-        let h = try IhatemoneyHarness(spool: true)
+        let h = try IhatemoneyHarness(environment: ["EXPENSED_DEBUG": "1"], spool: true)
         try Self.journey(h.daemon, h.directory, missing: ["amount", "date"], rule: "ihatemoney needs an amount and a date to create an expense",
                          stored: { try h.bills().compactMap { bill in Self.transactionID(ofLink: bill.externalLink) } }) { id in
             let bill = try #require(try h.bills(for: id).first)
@@ -129,7 +141,7 @@ import Testing
     }
 
     @Test func fava_holdsTenScans_andWritesOnlyTheOneCompleted() throws {
-        let h = try FavaHarness(spool: true)
+        let h = try FavaHarness(environment: ["EXPENSED_DEBUG": "1"], spool: true)
         try Self.journey(h.daemon, h.directory, missing: ["amount", "currency", "date"],
                          rule: "fava needs an amount, a currency and a date to create an expense",
                          stored: { try h.fava.loadLedger().transactions.compactMap { $0.meta["transaction_id"] } }) { id in
