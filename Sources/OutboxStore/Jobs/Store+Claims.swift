@@ -58,12 +58,11 @@ extension Store {
                       requiring: RequiredFields = .none) async throws -> [OutboxJob] {
         let skip = (paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))")
             + (holding.isEmpty ? "" : " AND jobs.kind NOT IN (SELECT value FROM json_each(?4))")
-            + (requiring.isEmpty ? "" : " AND NOT \(Store.isIncompleteCreate("jobs", required: "?5"))")
+            + (requiring.isEmpty ? "" : " AND NOT \(Store.isIncompleteCreate("jobs", requiring))")
         // Bound up to the last number the SQL names (?3 unused is allowed; a value past the last is not).
         let values: [SQLValue] = [.integer(now), .integer(Int64(limit))]
-            + (paused.isEmpty && holding.isEmpty && requiring.isEmpty ? [] : [Store.textList(paused.sorted())])
-            + (holding.isEmpty && requiring.isEmpty ? [] : [Store.textList(holding.map(\.rawValue).sorted())])
-            + (requiring.isEmpty ? [] : [Store.textList(requiring.names)])
+            + (paused.isEmpty && holding.isEmpty ? [] : [Store.textList(paused.sorted())])
+            + (holding.isEmpty ? [] : [Store.textList(holding.map(\.rawValue).sorted())])
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
