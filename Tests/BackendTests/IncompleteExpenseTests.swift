@@ -153,6 +153,30 @@ import Testing
         }
     }
 
+    /// A sidecar that comes late for a receipt taken alone completes it as
+    /// an edit would: the held scan becomes one bill with the sidecar's fields.
+    @Test func ihatemoney_aLateSidecarCompletesAHeldScan() throws {
+        let h = try IhatemoneyHarness(spool: true)
+        try h.daemon.start()
+        defer { h.daemon.stop() }
+        let staging = h.directory.at("staging")
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try SpoolDrop.byRename(SpoolDrop.receipt(.png, tag: 70, size: 6000), as: FileName("late-1.png")!, in: h.daemon.spoolDirectory, staging: staging)
+        try Self.waitUntilHeld(h.daemon, 1, told: 1)
+        #expect(try h.bills().isEmpty)
+        let id = try #require(try h.daemon.list().first?["transaction_id"]?.stringValue)
+        let fields = ExpenseFields(merchant: "Pharmacy", amount: "8.20", currency: "EUR", date: "2026-11-27")
+        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("late-1.json")!, in: h.daemon.spoolDirectory, staging: staging)
+        try waitUntil(timeout: 60, "the completed scan to become a bill") { try h.bills().count == 1 }
+        let bill = try #require(try h.bills(for: id).first)
+        #expect(bill.amount == 8.2 && bill.date == "2026-11-27" && bill.what == "Pharmacy", "\(bill)")
+        try waitUntil(timeout: 60, "nothing held or pending") {
+            let status = try h.daemon.ctlJSON(["status"])
+            return status["incomplete"] == 0 && status["queued"] == 0 && status["sending"] == 0
+        }
+        #expect(try h.bills().count == 1)
+    }
+
     /// expense-server takes a receipt alone: all ten go as before, nothing
     /// is held or counted as incomplete.
     @Test func expenseServer_takesTheTenScansAsTheyAre() throws {
