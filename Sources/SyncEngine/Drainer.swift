@@ -283,10 +283,10 @@ public final class Drainer: Sendable {
         }
         guard let last = held.last else { return }
         for expense in held {
-            let missing = required.missing(in: expense.fields)
+            let missing = RequiredFields.phrase(required.missing(in: expense.fields))
             logger.notice("""
                 Expense held as incomplete: \(required.explanation(for: expense.fields) ?? "it lacks nothing"); \
-                nothing is sent until an edit gives it \(missing.joined(separator: ", ")) ('expensectl edit \(expense.transactionID)')
+                nothing is sent until an edit gives it \(missing) ('expensectl edit \(expense.transactionID)')
                 """, transactionID: expense.transactionID, account: expense.account, messageID: .expenseIncomplete)
         }
         state.withLock { $0.toldIncompleteSeq = max($0.toldIncompleteSeq, last.seq) }

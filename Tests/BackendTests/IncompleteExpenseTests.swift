@@ -64,7 +64,7 @@ import Testing
         #expect(try stored().isEmpty, "nothing reached the backend: no 0 bill, no refusal")
         let told = daemon.log.components(separatedBy: "\n").filter { $0.contains(heldLine) }
         #expect(ids.allSatisfy { id in told.filter { $0.contains("'expensectl edit \(id)'") }.count == 1 }, "once per expense: \(told)")
-        #expect(told.allSatisfy { $0.contains("\(rule.replacing("an expense", with: "it")); nothing is sent until an edit gives it \(missing.joined(separator: ", "))") },
+        #expect(told.allSatisfy { $0.contains("\(rule.replacing("an expense", with: "it")); nothing is sent until an edit gives it \(RequiredFields.phrase(missing))") },
                 "\(told)")
         let status = try daemon.ctlJSON(["status"])
         #expect(status["incomplete_rule"]?.stringValue == rule)
