@@ -17,6 +17,9 @@ public struct ExpenseSummary: ControlResult, Equatable {
     public var conflicts: [String: ConflictValues]
     /// Where it came from, when this device made it.
     public var source: ExpenseSource?
+    /// The fields the backend needs that it lacks, while it is held as
+    /// incomplete (docs/sync.md, "Incomplete expenses"); empty otherwise.
+    public var missing: [String] = []
 
     public init(transactionID: String, clientID: String, state: ExpenseView.State, fields: ExpenseFields, pendingFields: [String],
                 receipt: ReceiptState, receiptURL: String?, version: Int?, conflict: Bool, conflicts: [String: ConflictValues],
@@ -55,6 +58,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
             "conflict": .bool(conflict),
             "conflicts": .object(conflicts.mapValues { ["server": .string($0.server), "client": .string($0.client)] }),
             "source": source.map(Self.json) ?? .null,
+            "missing": .array(missing.map(JSONValue.string)),
         ]
         for name in ExpenseFields.names { object[name] = .string(fields[name]) }
         return object
@@ -84,6 +88,13 @@ public struct ExpenseSummary: ControlResult, Equatable {
             guard let name = item.stringValue else { throw ControlDecodingError(path: path, "expected a string, got \(item.typeName)") }
             pending.append(name)
         }
+        var missing: [String] = []
+        for (item, path) in try m.array("missing") {
+            guard let name = item.stringValue, ExpenseFields.names.contains(name) else {
+                throw ControlDecodingError(path: path, "expected a field's name, got \(item.typeName)")
+            }
+            missing.append(name)
+        }
         var conflicts: [String: ConflictValues] = [:]
         let conflictMembers = try m.object("conflicts")
         for key in conflictMembers.object.keys {
@@ -95,5 +106,6 @@ public struct ExpenseSummary: ControlResult, Equatable {
                   receipt: try m.choice("receipt", ReceiptState.self), receiptURL: try m.nullableString("receipt_url"),
                   version: try m.nullableInteger("version").map { Int($0) }, conflict: try m.bool("conflict"), conflicts: conflicts,
                   source: try Self.source(m, "source"))
+        self.missing = missing
     }
 }

@@ -15,6 +15,8 @@ extension QueueSummary: ControlResult {
             "spool_rejected": .integer(spoolRejected),
             "spool_waiting": .integer(spoolWaiting),
             "held": .integer(held),
+            "incomplete": .integer(incomplete),
+            "incomplete_jobs": .integer(incompleteJobs),
         ]
     }
 
@@ -32,5 +34,7 @@ extension QueueSummary: ControlResult {
         spoolRejected = try m.int("spool_rejected")
         spoolWaiting = try m.int("spool_waiting")
         held = try m.int("held")
+        incomplete = try m.int("incomplete")
+        incompleteJobs = try m.int("incomplete_jobs")
     }
 }

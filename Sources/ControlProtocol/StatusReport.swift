@@ -22,6 +22,10 @@ public struct StatusReport: ControlResult, Equatable {
     public var outbox: OutboxRoomState?
     /// Present when a server is configured: what a metered link holds.
     public var metered: MeteredState?
+    /// What the backend needs of an expense before it creates it, when it
+    /// needs anything ("ihatemoney needs an amount and a date to create an
+    /// expense"); `summary.incomplete` counts the expenses held for it.
+    public var incompleteRule: String?
 
     /// Whether the link is metered and what that holds (docs/sync.md,
     /// "Metered links"); `summary.held` counts the jobs held.
@@ -65,6 +69,8 @@ public struct StatusReport: ControlResult, Equatable {
             object["spool_rejected"] = nil
             object["spool_waiting"] = nil
             object["held"] = nil
+            object["incomplete"] = nil
+            object["incomplete_jobs"] = nil
             object["account"] = .string(account)
             object["token_problem"] = .string(tokenProblem)
             object["last_error_class"] = .string(lastError?.lastErrorClass)
@@ -132,6 +138,7 @@ public struct StatusReport: ControlResult, Equatable {
             object["metered_mode"] = .string(metered.mode)
             object["metered_hold"] = .string(metered.hold)
         }
+        object["incomplete_rule"] = .string(incompleteRule)
         if let contact {
             object["last_contact_at"] = timestampJSON(contact.lastContactMilliseconds)
             object["last_error_class"] = .string(contact.lastErrorClass)
@@ -158,6 +165,7 @@ public struct StatusReport: ControlResult, Equatable {
         }
         if m.value("account") != nil { account = try m.string("account") }
         if let value = m.value("outbox"), !value.isNull { outbox = try Self.outbox(try m.object("outbox")) }
+        incompleteRule = try m.nullableString("incomplete_rule")
         if let list = m.value("accounts") {
             guard case .array(let items) = list else { throw ControlDecodingError(path: "result.accounts", "must be an array") }
             accounts = try items.enumerated().map { (index, item) throws(ControlDecodingError) in try AccountState(item, path: "result.accounts[\(index)]") }

@@ -7,4 +7,5 @@ public enum MessageID: String, Sendable {
     case spoolRejected = "c2d1580180594f6980a08910650bd49b"
     case authPaused = "fc254255431541268849a88877fa317e"
     case receiptUploaded = "c90c68368a614c90a2a809c551a87d96"
+    case expenseIncomplete = "7595d7204a654167b362fb056e8a6f12"
 }

@@ -128,7 +128,8 @@ func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     } else {
         var table = Table(headers: ["TRANSACTION ID", "STATE", "RECEIPT", "DATE", "AMOUNT", "MERCHANT"])
         for expense in result.expenses {
-            var state = Output.text(expense.state.rawValue)
+            // Held for the backend's fields: it waits for an edit, not for the network.
+            var state = expense.missing.isEmpty ? Output.text(expense.state.rawValue) : "incomplete"
             if expense.conflict { state += " (conflict)" }
             table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
                                amountText(expense.fields), merchantText(expense)])
@@ -208,7 +209,8 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
     var lines: [(String, String)] = [
         ("Transaction ID", Output.text(expense.transactionID)),
         ("Client ID", Output.text(expense.clientID)),
-        ("State", Output.text(expense.state.rawValue)),
+        ("State", expense.missing.isEmpty ? Output.text(expense.state.rawValue)
+            : "incomplete: held until it has \(RequiredFields.phrase(expense.missing)), which the backend needs; 'expensectl edit' gives them"),
         ("Merchant", Output.text(expense.fields.merchant)),
         ("Amount", amountText(expense.fields)),
         ("Date", Output.text(expense.fields.date)),

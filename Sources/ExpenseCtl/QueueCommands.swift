@@ -34,6 +34,10 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         lines.append(("Account " + AccountName.displayName(state.account).escapingControlCharacters(), text))
     }
     if let metered = report.metered { lines.append(("Network", meteredText(metered, held: summary.held))) }
+    if let rule = report.incompleteRule {
+        let which = summary.incomplete > 0 ? "; 'expensectl list --incomplete' lists them, 'expensectl edit ID' completes one" : ""
+        lines.append(("Incomplete", "\(summary.incomplete) held: \(Output.text(rule))\(which)"))
+    }
     if report.serverURL != nil {
         lines.append(("Last contact", report.contact?.lastContactMilliseconds.map(timeText) ?? "never since the daemon started"))
         if let contact = report.contact, let at = contact.lastErrorMilliseconds {
@@ -156,6 +160,7 @@ private func watchSummaries(_ context: Context) throws -> ExitStatus {
         } else {
             var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
             if summary.held > 0 { line += "; \(summary.held) held (metered link)" }
+            if summary.incomplete > 0 { line += "; \(summary.incomplete) incomplete" }
             if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
             Output.out(line)
         }
@@ -205,18 +210,25 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         guard let summary = try client.readLine(timeoutMilliseconds: 200).map({ try client.result(of: $0, as: QueueSummary.self) }) else { continue }
         last = summary
         let unreachable = summary.server == .unreachable ? "; server unreachable, waiting for it" : ""
-        let held = summary.held > 0 ? ", \(summary.held) held (metered link)" : ""
+        let held = (summary.held > 0 ? ", \(summary.held) held (metered link)" : "")
+            + (summary.incomplete > 0 ? ", \(summary.incomplete) incomplete" : "")
         if progress { Output.raw("\r\u{1B}[K\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention\(held)\(unreachable)") }
         if summary.server == .needsCredentials {
             if progress { Output.raw("\n") }
             throw ClientError(status: .noPermission, message: "the server refused the credentials; fix the token file, then run 'expensectl sync'")
         }
-        // What a metered link holds waits for the link (or `sync --now`), not for this.
+        // What a metered link holds waits for the link (or `sync --now`),
+        // and an incomplete expense for its edit, not for this.
         if summary.pendingUnheld == 0 {
             if progress { Output.raw("\n") }
+            let attention = summary.needsAttention > 0 ? "; \(summary.needsAttention) need attention (see 'expensectl list')" : ""
+            let incomplete = summary.incomplete > 0
+                ? "\(summary.incomplete) incomplete, held until an edit gives them what the backend needs ('expensectl list --incomplete')" : nil
             if context.json { context.printJSON(summary) } else if summary.held > 0 {
-                let attention = summary.needsAttention > 0 ? "; \(summary.needsAttention) need attention (see 'expensectl list')" : ""
-                Output.out("Done; \(summary.held) held while the link is metered ('expensectl sync --now' sends them once)\(attention).")
+                let also = incomplete.map { "; " + $0 } ?? ""
+                Output.out("Done; \(summary.held) held while the link is metered ('expensectl sync --now' sends them once)\(also)\(attention).")
+            } else if let incomplete {
+                Output.out("Done; \(incomplete)\(attention).")
             } else {
                 Output.out(summary.needsAttention > 0 ? "Done; \(summary.needsAttention) need attention (see 'expensectl list')." : "Done; everything is synced.")
             }

@@ -53,6 +53,17 @@ extension Configuration {
         }
     }
 
+    /// What the configured backend needs of an expense before it creates
+    /// it (held as incomplete until then), known without a server too, so
+    /// that `status` and `list` say which expenses will wait.
+    var requiredFields: RequiredFields {
+        switch backend {
+        case .expenseServer: ExpenseServerBackend.requiredFields
+        case .ihatemoney: IhatemoneyBackend.requiredFields
+        case .fava: FavaBackend.requiredFields
+        }
+    }
+
     /// The sandboxed decoder that makes receipts' legible copies; a test's
     /// fault point for it comes from `EXPENSED_DECODER_FAULT`.
     var receiptDecoderRun: ReceiptDecoder {

@@ -198,11 +198,16 @@ final class ControlHandler: Sendable {
             preconditionFailure("handled above")
         case .list(let query):
             let page = try await store.list(query, in: scope)
-            return ExpenseList(expenses: page.views.map(ExpenseSummary.init), hasMore: page.hasMore, totals: page.totals,
+            let required = publisher.requiredFields
+            return ExpenseList(expenses: page.views.map { view in
+                                   var summary = ExpenseSummary(view)
+                                   summary.missing = required.missing(whileHeld: view)
+                                   return summary
+                               }, hasMore: page.hasMore, totals: page.totals,
                                withoutAmount: page.withoutAmount)
         case .show(let ref):
             let view = try await store.view(ref: ref, in: scope)
-            var detail = ExpenseDetail(view)
+            var detail = detail(view)
             detail.original = try await store.originals(of: view.transactionID).first.map {
                 ExpenseDetail.Original(kind: $0.kind, size: $0.size, sha256: $0.sha256.map(Hex.encode), receivedMilliseconds: $0.receivedAt,
                                        removedMilliseconds: $0.removedAt)
@@ -213,7 +218,7 @@ final class ControlHandler: Sendable {
             logger.notice("Retry requested", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         case .discard(let ref):
             let (transactionID, removed) = try await store.discard(ref: ref, in: scope)
             logger.notice("Discarded \(removed) pending job(s) on request", transactionID: transactionID)
@@ -244,7 +249,7 @@ final class ControlHandler: Sendable {
             }
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         case .delete(let ref):
             let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds, in: scope)
             logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
@@ -260,8 +265,16 @@ final class ControlHandler: Sendable {
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
             publisher.markChanged()
             wakeDrainer()
-            return ExpenseDetail(view)
+            return detail(view)
         }
+    }
+
+    /// An expense as `show`, `edit`, `retry` and `resolve` answer it, with
+    /// the fields the backend still needs while it is held as incomplete.
+    private func detail(_ view: ExpenseView) -> ExpenseDetail {
+        var detail = ExpenseDetail(view)
+        detail.summary.missing = publisher.requiredFields.missing(whileHeld: view)
+        return detail
     }
 
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {
@@ -316,6 +329,7 @@ final class ControlHandler: Sendable {
         if let hold = publisher.meteredRecord?.current {
             report.metered = StatusReport.MeteredState(network: hold.link?.name, mode: hold.mode.rawValue, hold: hold.explanation)
         }
+        report.incompleteRule = publisher.requiredFields.rule
         // With accounts: whose the summary is, or each account's part.
         if callers.tokens.directory != nil {
             switch scope {

@@ -128,7 +128,8 @@ public enum Daemon {
         let record: ServerRecord? = configuration.serverURL == nil ? nil : ServerRecord()
         let metrics = configuration.metricsFile.map { MetricsFile(path: $0, logger: logger) }
         let metered: MeteredRecord? = configuration.serverURL == nil ? nil : MeteredRecord(mode: configuration.metered)
-        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered, metrics: metrics)
+        let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered,
+                                        requiredFields: configuration.requiredFields, metrics: metrics)
         let roomLog = RoomLog(logger: logger)
         // Set once the spool and the copier exist; called after every
         // change of the drain (sending is what frees room), a discard, and

@@ -32,6 +32,9 @@ enum MetricsText {
         }
         metric("expensed_spool_rejected", "gauge", "Files in the spool's rejected/ folder.", [("", Int64(summary.spoolRejected))])
         metric("expensed_spool_waiting", "gauge", "Spool files waiting for room in the outbox.", [("", Int64(summary.spoolWaiting))])
+        metric("expensed_held_jobs", "gauge", "Queued jobs a metered link holds.", [("", Int64(summary.held))])
+        metric("expensed_incomplete_expenses", "gauge", "Expenses held until an edit gives them what the backend needs (ihatemoney, fava).",
+               [("", Int64(summary.incomplete))])
         metric("expensed_outbox_refusals_total", "counter", "Adds and spool drops refused for room, by reason, all time.",
                OutboxRefusal.Reason.allCases.map { ("reason=\"\($0.rawValue)\"", Int64(stats.total.refusals[$0.rawValue] ?? 0)) })
         metric("expensed_applied_total", "counter", "Jobs applied by the server, all time.", [("", Int64(stats.total.applied))])

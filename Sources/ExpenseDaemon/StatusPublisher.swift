@@ -16,6 +16,9 @@ public final class StatusPublisher: Sendable {
     let serverRecord: ServerRecord?
     /// What a metered link holds, kept by the sync engine; nil without a server.
     let meteredRecord: MeteredRecord?
+    /// What the backend needs of an expense before it is created: those
+    /// without it are counted as incomplete.
+    let requiredFields: RequiredFields
     private let changes: AsyncStream<Void>
     private let changed: AsyncStream<Void>.Continuation
     private let extras: Mutex<Extras>
@@ -33,9 +36,11 @@ public final class StatusPublisher: Sendable {
     /// The metrics file, rewritten (coalesced) when the figures may have changed; nil: none.
     let metrics: MetricsFile?
 
-    init(store: Store, server: ControlServer, serverRecord: ServerRecord?, meteredRecord: MeteredRecord?, metrics: MetricsFile? = nil) {
+    init(store: Store, server: ControlServer, serverRecord: ServerRecord?, meteredRecord: MeteredRecord?, requiredFields: RequiredFields = .none,
+         metrics: MetricsFile? = nil) {
         self.metrics = metrics
         self.store = store
+        self.requiredFields = requiredFields
         self.server = server
         self.serverRecord = serverRecord
         self.meteredRecord = meteredRecord
@@ -77,11 +82,16 @@ public final class StatusPublisher: Sendable {
 
     /// The summary of `scope` as it is now: one account's queue, and its
     /// credentials' state; or everyone's. The spool's count is the
-    /// machine's, in each; the jobs a metered link holds are the scope's.
+    /// machine's, in each; the jobs a metered link holds are the scope's,
+    /// and so are the incomplete expenses.
     public func current(_ scope: AccountScope = .all) async throws -> QueueSummary {
         var summary = try await store.summary(in: scope)
-        if let held = meteredRecord?.current.heldKinds, !held.isEmpty, summary.queued > 0 {
+        let held = meteredRecord?.current.heldKinds ?? []
+        if !held.isEmpty, summary.queued > 0 {
             summary.held = try await store.queuedCount(of: held, in: scope)
+        }
+        if !requiredFields.isEmpty, summary.queued > 0 {
+            (summary.incomplete, summary.incompleteJobs) = try await store.incompleteCounts(requiring: requiredFields, excluding: held, in: scope)
         }
         switch scope {
         case .all: summary.server = serverRecord?.current.state ?? .notConfigured

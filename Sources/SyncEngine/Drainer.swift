@@ -56,6 +56,9 @@ public final class Drainer: Sendable {
         var stopping = false
         /// The sending part of the pass running, to tell it of triggers.
         var runner: PassRunner?
+        /// The outbox place of the last create the journal was told is
+        /// held as incomplete: each is told once (once per start).
+        var toldIncompleteSeq: Int64 = 0
     }
 
     /// - Parameters:
@@ -255,6 +258,7 @@ public final class Drainer: Sendable {
             recordFailure("transport", account: nil)
             try? await store.countTransportFailure()
         }
+        await tellIncomplete()
         if overriding {
             // The hold applies again, unless another `sync --now` came meanwhile.
             let asked = state.withLock { $0.meteredOverrideAsked }
@@ -262,6 +266,30 @@ public final class Drainer: Sendable {
             if before != after { onChange() }
         }
         end(stop)
+    }
+
+    /// Tells the journal once of each expense newly held as incomplete
+    /// (docs/sync.md, "Incomplete expenses"), with what it lacks.
+    private func tellIncomplete() async {
+        let required = backend.requiredFields
+        guard !required.isEmpty else { return }
+        let after = state.withLock { $0.toldIncompleteSeq }
+        let held: [Store.IncompleteExpense]
+        do {
+            held = try await store.incompleteExpenses(requiring: required, after: after)
+        } catch {
+            logger.warning("Failed to read the incomplete expenses: \(error), ignoring")
+            return
+        }
+        guard let last = held.last else { return }
+        for expense in held {
+            let missing = RequiredFields.phrase(required.missing(in: expense.fields))
+            logger.notice("""
+                Expense held as incomplete: \(required.explanation(for: expense.fields) ?? "it lacks nothing"); \
+                nothing is sent until an edit gives it \(missing) ('expensectl edit \(expense.transactionID)')
+                """, transactionID: expense.transactionID, account: expense.account, messageID: .expenseIncomplete)
+        }
+        state.withLock { $0.toldIncompleteSeq = max($0.toldIncompleteSeq, last.seq) }
     }
 
     /// What a metered link holds now, for a pass that `sync --now` asked
@@ -373,7 +401,8 @@ public final class Drainer: Sendable {
         // Jobs a metered link holds wake nothing: the end of the hold does.
         let hold = meteredHold(overriding: false)
         var wake: Int64?
-        if let pending = try? await store.pendingWork(holding: hold.heldKinds), pending.queued {
+        // Nor do incomplete expenses: the edit that completes one does.
+        if let pending = try? await store.pendingWork(holding: hold.heldKinds, requiring: backend.requiredFields), pending.queued {
             wake = interval
             if let due = pending.earliestRetry {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))

@@ -92,13 +92,15 @@ extension Drainer {
             case .claim(let limit, let seen):
                 workQueue.yield { [self, drainer] in
                     do {
-                        // Accounts paused for credentials keep their jobs, and
-                        // a metered link the kinds it holds (read at each
-                        // claim: the link may change during a pass).
+                        // Accounts paused for credentials keep their jobs, a
+                        // metered link the kinds it holds (read at each
+                        // claim: the link may change during a pass), and the
+                        // backend incomplete expenses.
                         let paused = drainer.record.current.pausedAccounts
                         let hold = drainer.meteredHold(overriding: overridingMeteredHold)
                         let jobs = hold.holdsEverything ? []
-                            : try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused, holding: hold.heldKinds)
+                            : try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused, holding: hold.heldKinds,
+                                                              requiring: drainer.backend.requiredFields)
                         if jobs.isEmpty { drainer.logger.debug("Drain pass found nothing more to claim") }
                         // Their token files are looked at here (at most once a
                         // second), not on the thread that hands requests over.

@@ -21,6 +21,12 @@ public protocol SyncBackend: Sendable {
     /// time); nil when it has no limit of its own.
     var maxRequestsInFlight: Int? { get }
 
+    /// What an expense must have before it can be created here
+    /// (``RequiredFields``; `.none` when any expense can). The engine
+    /// holds the create of one that lacks them, and what waits behind it,
+    /// until an edit completes it.
+    var requiredFields: RequiredFields { get }
+
     /// Sends `job`. `answered` runs exactly once: as the answer arrives, on
     /// the backend's own thread, where it must not block (the engine hands
     /// over its next request from there); at once, when the backend is shut

@@ -181,6 +181,7 @@ import Testing
         #expect(text.contains("expensed_up 1"))
         #expect(text.contains(#"expensed_jobs{state="queued"} 1"#))
         #expect(text.contains(#"expensed_server_state{state="not_configured"} 1"#))
+        #expect(text.contains("expensed_incomplete_expenses 0"))
     }
 
     @Test func prometheusExporter_saysDownWhenTheDaemonIsNot() throws {

@@ -15,6 +15,7 @@ import Testing
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
         "server": "string", "spool_rejected": "integer", "spool_waiting": "integer", "held": "integer",
+        "incomplete": "integer", "incomplete_jobs": "integer",
     ]
     /// The outbox's use against its limits, in `status`.
     static let outboxRoom: Shape = [
@@ -26,7 +27,7 @@ import Testing
         "transaction_id": "string", "client_id": "string", "state": "string", "merchant": "string|null", "amount": "string|null",
         "currency": "string|null", "date": "string|null", "category": "string|null", "comment": "string|null", "tax_tag": "string|null",
         "receipt": "string", "receipt_url": "string|null", "version": "integer|null", "pending_fields": "array", "conflict": "boolean",
-        "conflicts": "object", "source": "object|null",
+        "conflicts": "object", "source": "object|null", "missing": "array",
     ]
     /// Where an expense came from.
     static let source: Shape = ["kind": "string", "name": "string", "sidecar": "string|null", "dropped_at": "string|null"]
@@ -93,7 +94,7 @@ import Testing
             "line": "string", "server_url": "string|null", "state_dir": "string", "spool_dir": "string|null", "device_id": "string",
             "last_contact_at": "string|null", "last_error": "string|null", "last_error_class": "string|null", "last_error_at": "string|null",
             "outbox": "object",
-            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null",
+            "network_metered": "string|null", "metered_mode": "string", "metered_hold": "string|null", "incomplete_rule": "string|null",
         ]) { $1 })
         expect(try #require(status["outbox"]), is: Self.outboxRoom)
         #expect(status["outbox"]?["max_jobs"] == 100_000 && status["outbox"]?["headroom_held"] == true, "\(status.serialized())")

@@ -410,3 +410,24 @@ import Testing
         #expect(throws: UsageError.self) { try Configuration.parse(arguments: ["--accounts-dir="]) { _ in nil } }
     }
 }
+
+/// What each backend needs before it creates an expense, as the
+/// configuration's backend declares it (docs/backends.md, "Incomplete
+/// expenses"): ihatemoney's BillForm requires an amount and a date, a
+/// beancount transaction an amount in a currency on a date; expense-server
+/// takes a receipt alone.
+@Suite struct BackendRequiredFieldsTests {
+    @Test(arguments: [
+        (BackendKind.expenseServer, [String](), nil as String?),
+        (.ihatemoney, ["amount", "date"], "ihatemoney needs an amount and a date to create an expense"),
+        (.fava, ["amount", "currency", "date"], "fava needs an amount, a currency and a date to create an expense"),
+    ])
+    func eachBackend_declaresWhatACreateNeeds(_ backend: BackendKind, _ names: [String], _ rule: String?) {
+        var configuration = Configuration()
+        configuration.backend = backend
+        #expect(configuration.requiredFields.names == names)
+        #expect(configuration.requiredFields.rule == rule)
+        let made = configuration.makeBackend(baseURL: "http://127.0.0.1:1/api/projects/p", deviceID: "d")
+        #expect(made.requiredFields == configuration.requiredFields, "the backend itself says the same")
+    }
+}

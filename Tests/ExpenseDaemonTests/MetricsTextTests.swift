@@ -17,6 +17,8 @@ import Testing
         summary.needsAttention = 1
         summary.server = .unreachable
         summary.spoolWaiting = 2
+        summary.held = 1
+        summary.incomplete = 4
         let room = OutboxRoomState(limits: OutboxLimits(maxJobs: 5, maxReceiptBytes: 3 << 20, diskReserveBytes: 1 << 20),
                                    use: OutboxLimits.Use(jobs: 4, receiptBytes: 1 << 20, diskFreeBytes: 9 << 20), headroomHeld: true)
         let text = MetricsText.render(summary: summary, stats: Self.stats, room: room)
@@ -25,7 +27,7 @@ import Testing
             "expensed_jobs{state=\"needs_attention\"} 1", "expensed_server_state{state=\"unreachable\"} 1",
             "expensed_outbox_jobs_limit 5", "expensed_outbox_receipt_bytes 1048576", "expensed_outbox_receipt_bytes_limit 3145728",
             "expensed_disk_free_bytes 9437184", "expensed_disk_reserve_bytes 1048576", "expensed_headroom_held 1",
-            "expensed_spool_rejected 0", "expensed_spool_waiting 2",
+            "expensed_spool_rejected 0", "expensed_spool_waiting 2", "expensed_held_jobs 1", "expensed_incomplete_expenses 4",
             "# TYPE expensed_outbox_refusals_total counter", "expensed_outbox_refusals_total{reason=\"jobs\"} 7",
             "expensed_outbox_refusals_total{reason=\"receipt_bytes\"} 0", "expensed_outbox_refusals_total{reason=\"disk_reserve\"} 0",
             "expensed_outbox_refusals_total{reason=\"disk_full\"} 2", "expensed_applied_total 40",

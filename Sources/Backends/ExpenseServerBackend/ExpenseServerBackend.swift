@@ -49,6 +49,10 @@ public final class ExpenseServerBackend: SyncBackend {
     /// The server takes concurrent requests: the engine's concurrency decides.
     public var maxRequestsInFlight: Int? { nil }
 
+    /// contract.md's create takes a receipt alone: every field is optional.
+    public static let requiredFields = RequiredFields.none
+    public var requiredFields: RequiredFields { Self.requiredFields }
+
     public func describe(_ job: OutboxJob) -> String {
         let (method, path) = ExpenseServerRequest.target(of: job)
         return "\(method) \(path)"

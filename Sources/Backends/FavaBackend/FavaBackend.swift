@@ -50,6 +50,13 @@ public final class FavaBackend: SyncBackend {
     /// fava writes its ledger file without a lock: one request at a time.
     public var maxRequestsInFlight: Int? { 1 }
 
+    /// A beancount transaction has a date, and its postings an amount in a
+    /// currency: without them `add_entries` cannot write one (``FavaTransaction``).
+    /// (An amount always comes with its currency; a currency alone is not
+    /// enough.)
+    public static let requiredFields = RequiredFields(["amount", "currency", "date"], backend: "fava")
+    public var requiredFields: RequiredFields { Self.requiredFields }
+
     public func describe(_ job: OutboxJob) -> String {
         switch job.kind {
         case .create: job.sends > 1 ? "GET /api/changed, /api/query, then PUT /api/add_entries unless found" : "PUT /api/add_entries"

@@ -79,6 +79,14 @@ public final class IhatemoneyBackend: SyncBackend {
     /// ihatemoney takes concurrent requests: the engine's concurrency decides.
     public var maxRequestsInFlight: Int? { nil }
 
+    /// A bill's amount and date: ihatemoney's `BillForm` requires both
+    /// (`DataRequired`), and fills a missing date with its own today, so
+    /// a bill without them would be a `0` in the household's balances, or
+    /// dated the day it was scanned. Its `what` (the merchant) and currency
+    /// have honest stand-ins ("Receipt", `XXX`: the project's own).
+    public static let requiredFields = RequiredFields(["amount", "date"], backend: "ihatemoney")
+    public var requiredFields: RequiredFields { Self.requiredFields }
+
     public func describe(_ job: OutboxJob) -> String {
         switch job.kind {
         case .create: job.sends > 1 ? "GET /bills, then POST /bills unless found" : "POST /bills"

@@ -10,10 +10,12 @@ struct IhatemoneyForm: Sendable, Equatable {
         a.fields.map(\.0) == b.fields.map(\.0) && a.fields.map(\.1) == b.fields.map(\.1)
     }
 
-    /// The bill for `fields`. A receipt-only expense (no amount, date or
-    /// merchant) still makes a bill, of 0 on the day it was added, named
-    /// "Receipt": ihatemoney requires all three, and the edit that fills
-    /// them in changes that bill.
+    /// The bill for `fields`. ihatemoney requires a date, a `what` and an
+    /// amount: the engine sends no create without an amount and a date
+    /// (``IhatemoneyBackend/requiredFields``), and an expense without a
+    /// merchant or comment is named "Receipt". The stand-ins for the amount
+    /// and date (0, the day it was added) serve only a create that left
+    /// before expenses were held as incomplete, sent again as it was.
     static func bill(fields: ExpenseFields, payer: Int64, owers: [Int64], link: String, fallbackDate: Substring) -> IhatemoneyForm {
         let date = fields.date ?? String(fallbackDate)
         var form: [(String, String)] = [

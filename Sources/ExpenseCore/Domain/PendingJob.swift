@@ -12,10 +12,14 @@ public struct PendingJob: Sendable, Equatable {
     public var lastErrorClass: String?
     public var nextAttemptMilliseconds: Int64
     public var createdMilliseconds: Int64
+    /// Times it was handed to the network (a claim counts one; a claim
+    /// given back unsent takes it back).
+    public var sends: Int
 
     public init(seq: Int64, uuid: String, kind: JobKind, state: JobState, fields: ExpenseFields = ExpenseFields(),
                 attempts: Int = 0, transientAttempts: Int = 0, lastError: String? = nil, lastErrorClass: String? = nil,
-                nextAttemptMilliseconds: Int64 = 0, createdMilliseconds: Int64 = 0) {
+                nextAttemptMilliseconds: Int64 = 0, createdMilliseconds: Int64 = 0, sends: Int = 0) {
+        self.sends = sends
         self.seq = seq
         self.uuid = uuid
         self.kind = kind

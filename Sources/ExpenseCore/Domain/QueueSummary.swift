@@ -14,6 +14,12 @@ public struct QueueSummary: Sendable, Equatable {
     /// Queued jobs a metered link holds now (counted in `queued` too): 0
     /// when nothing is held, and while `sync --now` lifts the hold.
     public var held = 0
+    /// Expenses held as incomplete: the backend needs fields they lack
+    /// (``RequiredFields``). Their jobs count in `queued` too.
+    public var incomplete = 0
+    /// The queued jobs those expenses hold back (their creates, receipts
+    /// and edits), less those a metered link holds (counted in `held`).
+    public var incompleteJobs = 0
 
     public init() {}
 
@@ -27,8 +33,9 @@ public struct QueueSummary: Sendable, Equatable {
 
     public var pending: Int { queued + sending }
 
-    /// What is pending but not held: what passes send now.
-    public var pendingUnheld: Int { max(pending - held, 0) }
+    /// What is pending but not held (by a metered link, or as incomplete):
+    /// what passes send now.
+    public var pendingUnheld: Int { max(pending - held - incompleteJobs, 0) }
 
     /// One line, e.g. "3 queued, 1 sending, 0 need attention; oldest 2m; server ok".
     public func line(nowMilliseconds: Int64) -> String {
@@ -44,6 +51,7 @@ public struct QueueSummary: Sendable, Equatable {
         case .needsCredentials: text += "; server needs credentials"
         }
         if held > 0 { text += "; \(held) held (metered link)" }
+        if incomplete > 0 { text += "; \(incomplete) incomplete" }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
         if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }
         return text

@@ -50,11 +50,15 @@ extension Store {
     /// deferred queues), so a backlog of failing jobs never starves new ones.
     /// The jobs of `paused` accounts (their token refused or missing) stay
     /// where they are: one account's trouble holds up no other. So do jobs
-    /// of the `holding` kinds (a metered link's receipt uploads): held, not
-    /// failed, they wait with their attempts and retry time untouched.
-    public func claim(limit: Int, now: Int64, paused: Set<String> = [], holding: Set<JobKind> = []) async throws -> [OutboxJob] {
+    /// of the `holding` kinds (a metered link's receipt uploads), and the
+    /// creates of incomplete expenses (lacking what `requiring` names, with
+    /// what waits behind them): held, not failed, they wait with their
+    /// attempts and retry time untouched.
+    public func claim(limit: Int, now: Int64, paused: Set<String> = [], holding: Set<JobKind> = [],
+                      requiring: RequiredFields = .none) async throws -> [OutboxJob] {
         let skip = (paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))")
             + (holding.isEmpty ? "" : " AND jobs.kind NOT IN (SELECT value FROM json_each(?4))")
+            + (requiring.isEmpty ? "" : " AND NOT \(Store.isIncompleteCreate("jobs", requiring))")
         // Bound up to the last number the SQL names (?3 unused is allowed; a value past the last is not).
         let values: [SQLValue] = [.integer(now), .integer(Int64(limit))]
             + (paused.isEmpty && holding.isEmpty ? [] : [Store.textList(paused.sorted())])
@@ -190,9 +194,11 @@ extension Store {
 
     /// What the next wake-up depends on, in one read: whether anything is
     /// queued, and when the first backing-off job is due (if one is); jobs
-    /// of the `holding` kinds (held by a metered link) left out.
-    public func pendingWork(holding: Set<JobKind> = []) async throws -> (queued: Bool, earliestRetry: Int64?) {
-        try await database.read { db in
+    /// of the `holding` kinds (held by a metered link) left out, and those
+    /// of incomplete expenses (``incompleteCounts(requiring:excluding:in:)``).
+    public func pendingWork(holding: Set<JobKind> = [], requiring: RequiredFields = .none) async throws -> (queued: Bool, earliestRetry: Int64?) {
+        guard requiring.isEmpty else { return try await pendingCompleteWork(holding: holding, requiring: requiring) }
+        return try await database.read { db in
             guard !holding.isEmpty else {
                 let queued = (try db.scalarInt("SELECT value FROM counters WHERE name = 'queued'") ?? 0) > 0
                 let due = try db.queryFirst("""

@@ -296,7 +296,7 @@ extension Store {
     static func pendingJobs(_ db: Connection, where condition: String, _ values: [SQLValue]) throws -> [(String, PendingJob)] {
         try db.query("""
             SELECT transaction_id, seq, uuid, kind, state, payload, attempts, transient_attempts,
-                   last_error, last_error_class, next_attempt_at, created_at
+                   last_error, last_error_class, next_attempt_at, created_at, sends
             FROM jobs WHERE \(condition) ORDER BY seq
             """, values) { r in
             let kind = JobKind(rawValue: r.string(3)) ?? .create
@@ -305,7 +305,7 @@ extension Store {
                 seq: r.int64(1), uuid: r.string(2), kind: kind, state: JobState(rawValue: r.string(4)) ?? .queued,
                 fields: payload.fields, attempts: r.int(6), transientAttempts: r.int(7),
                 lastError: r.optionalString(8), lastErrorClass: r.optionalString(9),
-                nextAttemptMilliseconds: r.int64(10), createdMilliseconds: r.int64(11)))
+                nextAttemptMilliseconds: r.int64(10), createdMilliseconds: r.int64(11), sends: r.int(12)))
         }
     }
 }
