@@ -4,7 +4,7 @@ import Posix
 /// `expensectl`: parse the command line, run the subcommand, map failures
 /// to an exit status and one `expensectl: …` line on stderr.
 public enum ExpenseCtl {
-    public static let version = "0.1.0"
+    public static let version = ReleaseVersion.current
 
     static var topHelp: String {
         var text = """

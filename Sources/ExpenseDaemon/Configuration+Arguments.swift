@@ -10,7 +10,7 @@ public enum DaemonInvocation: Equatable, Sendable {
 
 extension Configuration {
     /// The version `--version` prints.
-    public static let version = "0.1.0"
+    public static let version = ReleaseVersion.current
 
     /// Parses `expensed`'s arguments (without the program name): flags
     /// first, then the configuration file they name (or the default one),

@@ -157,6 +157,39 @@ import Testing
         }
     }
 
+    /// The packages' version is debian/changelog's (scripts/package refuses
+    /// to build when the binaries print another): one version, everywhere.
+    @Test func debianChangelog_namesTheVersionTheBinariesPrint() throws {
+        let changelog = try runCommand("/usr/bin/dpkg-parsechangelog", ["-l", "\(Self.root)/debian/changelog", "-SVersion"])
+        #expect(changelog.status == 0, "\(changelog.stderr)")
+        let version = changelog.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!version.isEmpty)
+        for binary in ["expensed", "expensectl"] {
+            #expect(try runCommand(BuiltProducts.path(binary), ["--version"]).stdout == "\(binary) \(version)\n")
+        }
+    }
+
+    /// What debian/*.install puts into the packages is the repository's own
+    /// files (the units, sysusers and tmpfiles files `make install` uses),
+    /// each there; and every unit is packaged.
+    @Test func debianInstallLists_nameTheRepositorysFiles() throws {
+        var listed: [String] = []
+        for package in ["expensed", "expense-server"] {
+            for line in try Self.read("debian/\(package).install").split(separator: "\n") {
+                guard let source = line.split(separator: " ").first, !source.hasPrefix(".build/") else { continue }
+                #expect(FileManager.default.fileExists(atPath: "\(Self.root)/\(source)"), "debian/\(package).install: no \(source)")
+                listed.append(String(source))
+            }
+        }
+        let units = try FileManager.default.contentsOfDirectory(atPath: "\(Self.root)/systemd")
+            .filter { $0.hasSuffix(".service") || $0.hasSuffix(".socket") }
+        #expect(units.count == 4)
+        for unit in units { #expect(listed.contains("systemd/\(unit)"), "\(unit) is in no package") }
+        for users in try FileManager.default.contentsOfDirectory(atPath: "\(Self.root)/systemd/sysusers.d") {
+            #expect(listed.contains("systemd/sysusers.d/\(users)"), "\(users) is in no package")
+        }
+    }
+
     @Test func manPages_renderWithoutWarnings() throws {
         for page in ["man/expensectl.1", "man/expensed.8", "man/expensed.conf.5", "man/expense-server.8"] {
             let result = try runCommand("/usr/bin/man", ["--warnings", "-E", "UTF-8", "-l", "\(Self.root)/\(page)"],
