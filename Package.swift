@@ -59,7 +59,7 @@ let package = Package(
         // What every subsystem uses: the log, fault points, blocking work.
         .target(name: "DaemonSupport", dependencies: ["ExpenseCore", "Posix", "Systemd"]),
         // The outbox and the cache in one SQLite database, and the receipt files.
-        .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest"]),
+        .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest", "ReceiptReading"]),
         // Sending the outbox: passes, retries, refresh, the server's record.
         // It sees a backend only through its SyncBackend protocol: no HTTP here.
         .target(name: "SyncEngine", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Posix"]),

@@ -17,6 +17,9 @@ public struct ExpenseSummary: ControlResult, Equatable {
     public var conflicts: [String: ConflictValues]
     /// Where it came from, when this device made it.
     public var source: ExpenseSource?
+    /// The fields a reading of its receipt filled, with the reading's
+    /// confidence, while they keep the value read (`"read": {"amount": 0.91}`).
+    public var read: [String: Double] = [:]
 
     public init(transactionID: String, clientID: String, state: ExpenseView.State, fields: ExpenseFields, pendingFields: [String],
                 receipt: ReceiptState, receiptURL: String?, version: Int?, conflict: Bool, conflicts: [String: ConflictValues],
@@ -38,6 +41,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
         self.init(transactionID: view.transactionID, clientID: view.clientID, state: view.state, fields: view.fields,
                   pendingFields: view.pendingFields, receipt: view.receipt, receiptURL: view.receiptURL, version: view.version,
                   conflict: view.conflict, conflicts: view.conflicts, source: view.source)
+        read = view.read
     }
 
     public var json: JSONValue { .object(members) }
@@ -55,6 +59,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
             "conflict": .bool(conflict),
             "conflicts": .object(conflicts.mapValues { ["server": .string($0.server), "client": .string($0.client)] }),
             "source": source.map(Self.json) ?? .null,
+            "read": .object(read.mapValues { .number($0) }),
         ]
         for name in ExpenseFields.names { object[name] = .string(fields[name]) }
         return object
@@ -95,5 +100,10 @@ public struct ExpenseSummary: ControlResult, Equatable {
                   receipt: try m.choice("receipt", ReceiptState.self), receiptURL: try m.nullableString("receipt_url"),
                   version: try m.nullableInteger("version").map { Int($0) }, conflict: try m.bool("conflict"), conflicts: conflicts,
                   source: try Self.source(m, "source"))
+        // Absent from a daemon that reads no receipts' fields yet.
+        if m.value("read") != nil {
+            let marks = try m.object("read")
+            for field in marks.object.keys where ExpenseFields.names.contains(field) { read[field] = try marks.number(field) }
+        }
     }
 }

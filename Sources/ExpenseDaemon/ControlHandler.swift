@@ -20,6 +20,8 @@ final class ControlHandler: Sendable {
     let drainer: Drainer?
     /// Whose expenses each caller's requests are.
     let callers: CallerAccounts
+    /// The receipts' reader; nil with `reading = off`.
+    let readings: ReceiptReadings?
 
     /// What the operations need to know of the configuration.
     struct Settings: Sendable, Equatable {
@@ -31,8 +33,9 @@ final class ControlHandler: Sendable {
     }
 
     init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
-         callers: CallerAccounts, queued: @escaping @Sendable () -> Void = {}) {
+         callers: CallerAccounts, readings: ReceiptReadings? = nil, queued: @escaping @Sendable () -> Void = {}) {
         self.callers = callers
+        self.readings = readings
         self.queued = queued
         self.store = store
         self.server = server

@@ -85,7 +85,7 @@ public enum Daemon {
 
         let store: Store
         do {
-            store = try Store(stateDirectory: configuration.stateDirectory)
+            store = try Store(stateDirectory: configuration.stateDirectory, readsReceipts: configuration.reading)
         } catch {
             let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
@@ -94,6 +94,7 @@ public enum Daemon {
         if report.requeued > 0 { logger.notice("Requeued \(report.requeued) job(s) interrupted while sending; their resend is a replay") }
         for name in report.removedReceipts { logger.notice("Removed receipt file '\(name)' that no job references") }
         for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
+        let readings = try await startReadings(configuration, store: store, logger: logger)
 
         let access = try accessPolicy(configuration)
         if let directory = configuration.accountsDirectory {
@@ -134,14 +135,19 @@ public enum Daemon {
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
                                    recorded: { drainer?.trigger(); publisher.markChanged() })
+        let reader = readings.map { readings in
+            ReceiptReadings(store: store, reader: configuration.receiptReaderRun,
+                            parsing: configuration.readingSettings(localeDateFormat: LocaleFormat.dateFormat()), logger: logger,
+                            applied: { drainer?.trigger(); publisher.markChanged() })
+        }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
                                      settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers,
-                                     queued: { copier.poke() })
+                                     readings: reader, queued: { copier.poke(); reader?.poke() })
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
             try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
-                                  events: SpoolEvents(queued: { copier.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
+                                  events: SpoolEvents(queued: { copier.poke(); reader?.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
                                                       rejectedCount: { publisher.setSpoolRejected($0) },
                                                       accountOfOwner: { callers.account(ofOwner: $0) }))
         }
@@ -179,6 +185,7 @@ public enum Daemon {
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
             services.addTask { await copier.run() }
+            if let reader { services.addTask { await reader.run() } }
             if let retention { services.addTask { await retention.run() } }
             if let spool { services.addTask { await spool.run() } }
             if let drainer { services.addTask { await drainer.run() } }
@@ -186,7 +193,7 @@ public enum Daemon {
             bus?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
-                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
+                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); reader?.poke(); drainer?.trigger() },
                                         probes: spool.map { spool in [{ answer in spool.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
@@ -209,12 +216,27 @@ public enum Daemon {
             bus?.stop()
             drainer?.shutdown()
             copier.stop()
+            reader?.stop()
             retention?.stop()
             services.cancelAll()
         }
         withExtendedLifetime(lock) {}
         logger.info("Stopped")
         return 0
+    }
+
+    /// Whether receipts are read: with `reading = off`, readings a
+    /// previous run left are dropped, so that nothing waits for them.
+    /// - Returns: nil when reading is off.
+    static func startReadings(_ configuration: Configuration, store: Store, logger: Logger) async throws -> Bool? {
+        guard configuration.reading else {
+            let dropped = try await store.dropReadings()
+            if dropped > 0 { logger.notice("Dropped \(dropped) receipt reading(s) left to do: reading = off") }
+            return nil
+        }
+        let toDo = try await store.readingsToDo()
+        if toDo > 0 { logger.notice("\(toDo) receipt reading(s) interrupted or waiting; reading them now") }
+        return true
     }
 
     static func accessPolicy(_ configuration: Configuration) throws -> AccessPolicy {

@@ -15,6 +15,9 @@ public final class Store: Sendable {
     let database: DatabaseQueue
     /// Each committed transition of an expense's state, for `watch`.
     public let changes = ChangeFeed()
+    /// Whether receipts are read (`reading = on`): each upload queued is
+    /// then also a reading to do (``pendingReadings(limit:)``).
+    public let readsReceipts: Bool
 
     /// `PRAGMA application_id` of an expensed database ("EXPD").
     static let applicationID: Int64 = 0x4558_5044
@@ -22,7 +25,8 @@ public final class Store: Sendable {
     /// Opens (creating if needed) the store in `stateDirectory` and brings
     /// its schema up to date. Never deletes or rewrites a file it does not
     /// recognize: it refuses with a message saying what to do.
-    public init(stateDirectory: String) throws(StoreError) {
+    public init(stateDirectory: String, readsReceipts: Bool = false) throws(StoreError) {
+        self.readsReceipts = readsReceipts
         do {
             try FileSystem.makeDirectories(stateDirectory, mode: 0o700)
         } catch {

@@ -373,7 +373,8 @@ public final class Drainer: Sendable {
         // Jobs a metered link holds wake nothing: the end of the hold does.
         let hold = meteredHold(overriding: false)
         var wake: Int64?
-        if let pending = try? await store.pendingWork(holding: hold.heldKinds), pending.queued {
+        if let pending = try? await store.pendingWork(holding: hold.heldKinds, readingWait: settings.readingWaitMilliseconds,
+                                                        now: Clock.wallMilliseconds), pending.queued {
             wake = interval
             if let due = pending.earliestRetry {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))

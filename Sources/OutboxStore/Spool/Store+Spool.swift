@@ -71,7 +71,7 @@ extension Store {
         do {
             held = try await write { db, watched in
                 let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
-                                                  now: now, account: account)
+                                                  now: now, account: account, reading: self.readsReceipts ? fields : nil)
                 try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
                 try Store.insertIntake(db, files, clientID: clientID, now: now)
                 let change = ExpenseChange(account: account, transactionID: transactionID, from: nil, to: held == nil ? "queued" : "needs_attention",
