@@ -365,6 +365,27 @@ func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     return .success
 }
 
+func runRead(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    // A reading takes seconds, and up to reading_timeout (2m by default).
+    let result = try context.connect().call(.read(ref: ref(invocation)), expecting: ReadResult.self, atLeast: 180_000)
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    let id = Output.text(result.transactionID)
+    guard !result.fields.isEmpty else {
+        Output.out("\(id): nothing read from the receipt")
+        return .success
+    }
+    var table = Table(headers: ["FIELD", "READ", "CONFIDENCE", "APPLIED", "RULE"])
+    for field in result.fields {
+        table.rows.append([Output.text(field.field), Output.text(field.value), confidenceText(field.confidence),
+                           field.applied ? "filled" : "kept (set by a person or a sidecar)", Output.text(field.note)])
+    }
+    Output.out("\(id): read from the receipt\n" + table.rendered)
+    return .success
+}
+
 func runResolve(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     guard let take = invocation.value("--take") else { throw ClientError(status: .usage, message: "resolve needs --take server or --take mine") }
     guard take == "server" || take == "mine" else { throw ClientError(status: .usage, message: "--take must be 'server' or 'mine'") }

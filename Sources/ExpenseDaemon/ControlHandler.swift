@@ -238,6 +238,8 @@ final class ControlHandler: Sendable {
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .receipt:
             preconditionFailure("receipt is answered before perform is called")
+        case .read(let ref):
+            return try await readAgain(ref: ref, in: scope)
         case .resolve(let ref, let takeMine):
             let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds, in: scope)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)

@@ -147,6 +147,69 @@ import Testing
         #expect(sync.daemon.log.contains("its expense goes without suggestions"), "\(sync.daemon.log)")
     }
 
+    @Test func expensectlRead_readsAgain_andSaysWhatWasFilledAndWhatKept() throws {
+        let sync = try SyncHarness(daemonArguments: ["--reading", "on"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = try #require(try Self.cleanReceipts().first { $0.file == "invoice-de-2pages.pdf" })
+        let added = try sync.daemon.ctl(["add", "--receipt", receipt.path, "--merchant", "Nordlicht"])
+        #expect(added.status == 0, "\(added.stderr)")
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try Self.serverExpense(sync, id, "the reading's edit to arrive") { $0["amount"] != .null }
+
+        let text = try sync.daemon.ctl(["read", id])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("kept (set by a person or a sidecar)") && text.stdout.contains("filled"), "\(text.stdout)")
+        let json = try sync.daemon.ctlJSON(["read", id])
+        let fields = json["fields"]?.arrayValue ?? []
+        let applied = Dictionary(uniqueKeysWithValues: fields.compactMap { f in f["field"]?.stringValue.map { ($0, f["applied"]) } })
+        #expect(applied["merchant"] == false, "\(json.serialized())")
+        #expect(applied["amount"] == true, "\(json.serialized())")
+        #expect(applied["currency"] == true, "\(json.serialized())")
+        // `add` with a field typed dates the expense today: that date is the person's, kept.
+        #expect(applied["date"] == false, "\(json.serialized())")
+        for field in fields where field["applied"] == true {
+            #expect(field["value"]?.stringValue == receipt.fields[field["field"]?.stringValue ?? ""], "\(field.serialized())")
+        }
+        #expect(sync.daemon.log.contains("Receipt read on request: filled"), "\(sync.daemon.log)")
+        try sync.waitUntilDrained(timeout: 60)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["merchant"] == "Nordlicht" && server["amount"]?.stringValue == receipt.fields["amount"])
+
+        // No receipt, no expense: a clear error, nothing changed.
+        let plain = try sync.daemon.ctl(["add", "--merchant", "M", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29"])
+        let none = try sync.daemon.ctl(["read", plain.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+        #expect(none.status == 1 && none.stderr.contains("has no receipt"), "\(none.stderr)")
+        let unknown = try sync.daemon.ctl(["read", "cp-ffffffffffffffffffffff"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("no expense matches"), "\(unknown.stderr)")
+        let bad = try sync.daemon.request(["op": "read", "ref": 5])
+        #expect(bad["error"]?["code"] == "invalid_field", "\(bad.serialized())")
+    }
+
+    @Test func readingOff_readsNothing_andRefusesRead() throws {
+        let sync = try SyncHarness(daemonArguments: ["--reading", "off"])
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = try #require(try Self.cleanReceipts().first)
+        let added = try sync.daemon.ctl(["add", "--receipt", receipt.path])
+        let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try sync.waitUntilDrained(timeout: 60)
+        let server = try Self.serverExpense(sync, id)
+        #expect(server["amount"] == .null)
+        let read = try sync.daemon.ctl(["read", id])
+        #expect(read.status == 1 && read.stderr.contains("reading = off"), "\(read.stderr)")
+        #expect(!sync.daemon.log.contains("Receipt read"))
+    }
+
+    @Test(arguments: ["maybe", "", "ON"])
+    func aReadingSettingThatIsNotOnOrOff_refusesToStart(_ value: String) throws {
+        let daemon = DaemonHarness(arguments: ["--reading", value])
+        let child = try daemon.launch()
+        let status = child.waitForExit(timeout: 20)
+        #expect(status == 64 || status == 78, "\(String(describing: status))")
+        #expect(child.standardError.contains("reading") && child.standardError.contains("must be on or off"), "\(child.standardError)")
+    }
+
     /// The pid of a reader (`expensed-decode --read`) the daemon `pid` runs, if one runs.
     static func readerChild(of pid: Int32) -> Int32? {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
