@@ -23,6 +23,10 @@ final class ReceiptReadings: Sendable {
     private let work = BlockingExecutor(label: "receipt-read", width: 1)
     private let stopping: DecoderStop?
     private let stopped = Atomic<Bool>(false)
+    /// Each account's merchants, as last looked up, and when (monotonic
+    /// nanoseconds): looked up again at most once a minute, so that a batch
+    /// of readings does not scan the account's expenses for each.
+    private let merchants = Mutex<[String: (at: UInt64, names: [String])]>([:])
     private let pokes: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
@@ -104,7 +108,7 @@ final class ReceiptReadings: Sendable {
     func suggestions(account: String, receivedAt: Int64,
                      _ open: @escaping @Sendable () throws -> FileDescriptor) async -> Result<ReceiptSuggestions, CopyFailure> {
         var settings = parsing
-        settings.knownMerchants = (try? await store.knownMerchants(of: account)) ?? []
+        settings.knownMerchants = await knownMerchants(of: account)
         // A day ahead of the day it came: the receipt's time zone may be ahead of ours.
         settings.latestDate = String(Timestamp.format(milliseconds: receivedAt + 86_400_000).prefix(10))
         let parse = settings
@@ -118,6 +122,14 @@ final class ReceiptReadings: Sendable {
                 return .failure(CopyFailure("its bytes cannot be read: \(error)"))
             }
         }) ?? .failure(CopyFailure("the reading was not made"))
+    }
+
+    private func knownMerchants(of account: String) async -> [String] {
+        let now = Clock.monotonicNanoseconds
+        if let cached = merchants.withLock({ $0[account] }), now - cached.at < 60_000_000_000 { return cached.names }
+        let names = (try? await store.knownMerchants(of: account)) ?? []
+        merchants.withLock { $0[account] = (now, names) }
+        return names
     }
 
     /// The journal's line of a reading: what it filled, with each field's

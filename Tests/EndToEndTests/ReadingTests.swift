@@ -210,6 +210,31 @@ import Testing
         #expect(child.standardError.contains("reading") && child.standardError.contains("must be on or off"), "\(child.standardError)")
     }
 
+    @Test func aReadingLongerThanTheWait_letsTheCreateGo_andArrivesAsAnEdit() throws {
+        let directory = TemporaryDirectory(prefix: "reading-wait")
+        let release = directory.at("release.fifo")
+        guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
+        let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", "1s"],
+                                   environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = try #require(try Self.cleanReceipts().first { $0.file.hasSuffix(".png") })
+        try Self.drop(sync, try Self.bytes(receipt.path), as: receipt.file)
+        try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
+        let id = try #require(try Self.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
+        // The wait is over while the reading is held: the create goes as it is.
+        let sent = try Self.serverExpense(sync, id, "the create sent after the wait")
+        #expect(sent["amount"] == .null && sent["merchant"] == .null)
+        let fifo = open(release, O_WRONLY | O_CLOEXEC)
+        #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
+        close(fifo)
+        let server = try Self.serverExpense(sync, id, "the reading's edit") { $0["amount"] != .null }
+        for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
+        try sync.waitUntilDrained(timeout: 60)
+        #expect(Self.requests(sync, "POST", awaiting: 1) == 1)
+        #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
+    }
+
     /// The pid of a reader (`expensed-decode --read`) the daemon `pid` runs, if one runs.
     static func readerChild(of pid: Int32) -> Int32? {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }

@@ -60,9 +60,10 @@ extension Store {
     /// Readings to do, oldest first: those a crash interrupted come first.
     public func pendingReadings(limit: Int = 16) async throws -> [PendingReading] {
         try await database.read { db in
+            // jobs is found by transaction id (its index); uuid alone has none.
             try db.query("""
                 SELECT r.job_uuid, r.transaction_id, r.account, j.receipt_file, j.receipt_type, r.queued_at
-                FROM receipt_readings r JOIN jobs j ON j.uuid = r.job_uuid AND j.kind = 'receipt'
+                FROM receipt_readings r JOIN jobs j ON j.transaction_id = r.transaction_id AND j.uuid = r.job_uuid AND j.kind = 'receipt'
                 WHERE j.receipt_file IS NOT NULL
                 ORDER BY r.queued_at, r.rowid LIMIT ?
                 """, [.integer(Int64(limit))]) {
