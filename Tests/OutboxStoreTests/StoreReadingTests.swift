@@ -105,6 +105,18 @@ import Testing
         }
     }
 
+    @Test func aReceiptAttached_isReadToo_withoutHoldingTheCreate_andAReplacedOnesReadingGoesWithIt() async throws {
+        let store = try Store(stateDirectory: directory.at("state"), readsReceipts: true)
+        let id = try await store.enqueueCreate(fields: ExpenseFields(), clientID: ClientID.make(), receipt: nil, now: 1_000).transactionID
+        _ = try await store.attachReceipt(ref: id, try stage(store), fields: ExpenseFields(), now: 1_100)
+        let first = try #require(try await store.pendingReadings().first)
+        #expect(first.transactionID == id)
+        #expect(try await store.claim(limit: 10, now: 1_200, readingWait: 60_000).map(\.kind) == [.create], "an attached receipt holds no create")
+        _ = try await store.attachReceipt(ref: id, try stage(store), fields: ExpenseFields(), now: 1_300)
+        let readings = try await store.pendingReadings()
+        #expect(readings.count == 1 && readings[0].jobUUID != first.jobUUID, "the replaced upload took its reading with it")
+    }
+
     @Test func readingOff_recordsNoReading_andDroppedReadingsHoldNothing() async throws {
         let off = try Store(stateDirectory: directory.at("off"))
         _ = try await add(off)
