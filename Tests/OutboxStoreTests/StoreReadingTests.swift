@@ -117,6 +117,21 @@ import Testing
         #expect(readings.count == 1 && readings[0].jobUUID != first.jobUUID, "the replaced upload took its reading with it")
     }
 
+    @Test func aLateSidecar_replacesWhatWasRead_andItsFieldsAreNoLongerMarked() async throws {
+        let store = try Store(stateDirectory: directory.at("state"), readsReceipts: true)
+        let source = SourceRecord.spool(name: FileName("scan.jpg")!, sidecar: nil, droppedMilliseconds: 990)
+        let id = try await store.enqueueSpoolCreate(fields: ExpenseFields(), clientID: ClientID.make(), receipt: try stage(store), files: [],
+                                                    source: source, now: 1_000).transactionID
+        let pending = try #require(try await store.pendingReadings().first)
+        _ = try await store.applyReading(transactionID: id, jobUUID: pending.jobUUID, Self.read, now: 1_500)
+        let outcome = try await store.enqueueLateSidecar(fields: ExpenseFields(merchant: "Sonne", amount: "20.00", currency: "EUR"),
+                                                         sidecarName: FileName("scan.json")!, account: "", since: 0, files: [], now: 2_000)
+        #expect(outcome == .edited(transactionID: id, receiptName: FileName("scan.jpg")!, filled: ["merchant", "amount", "currency"], kept: []))
+        let view = try await store.view(ref: id)
+        #expect(view.fields.merchant == "Sonne" && view.fields.amount == "20.00" && view.fields.date == "2026-03-12")
+        #expect(view.read == ["date": 0.88])
+    }
+
     @Test func readingOff_recordsNoReading_andDroppedReadingsHoldNothing() async throws {
         let off = try Store(stateDirectory: directory.at("off"))
         _ = try await add(off)
