@@ -59,7 +59,7 @@ let package = Package(
         // What every subsystem uses: the log, fault points, blocking work.
         .target(name: "DaemonSupport", dependencies: ["ExpenseCore", "Posix", "Systemd"]),
         // The outbox and the cache in one SQLite database, and the receipt files.
-        .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest"]),
+        .target(name: "OutboxStore", dependencies: ["DaemonSupport", "ExpenseCore", "SQLite", "Posix", "Digest", "ReceiptReading"]),
         // Sending the outbox: passes, retries, refresh, the server's record.
         // It sees a backend only through its SyncBackend protocol: no HTTP here.
         .target(name: "SyncEngine", dependencies: ["DaemonSupport", "OutboxStore", "ExpenseCore", "Posix"]),
@@ -118,7 +118,7 @@ let package = Package(
         .executableTarget(name: "bench-backends", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/backends"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-copy", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy"], path: "bench/copy"),
-        .executableTarget(name: "bench-read", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy", "ReceiptReading"], path: "bench/read"),
+        .executableTarget(name: "bench-read", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy", "ReceiptReading", "SQLite"], path: "bench/read"),
         .executableTarget(name: "bench-receipt", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/receipt"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 

@@ -78,6 +78,15 @@ struct Members {
         return int
     }
 
+    /// A number, whole or not.
+    func number(_ key: String) throws(ControlDecodingError) -> Double {
+        switch try required(key) {
+        case .number(let number): return number
+        case .integer(let number): return Double(number)
+        case let value: throw ControlDecodingError(path: at(key), "expected a number, got \(value.typeName)")
+        }
+    }
+
     func bool(_ key: String) throws(ControlDecodingError) -> Bool {
         let value = try required(key)
         guard let flag = value.boolValue else { throw ControlDecodingError(path: at(key), "expected true or false, got \(value.typeName)") }

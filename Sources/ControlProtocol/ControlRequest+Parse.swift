@@ -117,6 +117,9 @@ extension ControlRequest {
         case .receipt:
             try f.allow(["ref", "original"])
             return .receipt(ref: try f.ref(), original: try f.optionalBool("original") ?? false)
+        case .read:
+            try f.allow(["ref"])
+            return .read(ref: try f.ref())
         }
     }
 

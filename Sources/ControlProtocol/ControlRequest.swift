@@ -52,6 +52,9 @@ public struct ControlRequest: Sendable, Equatable {
         /// The receipt's bytes, as a descriptor sent with the answer; with
         /// `original`, the bytes as received of a receipt sent as a copy.
         case receipt(ref: String, original: Bool = false)
+        /// Read the expense's receipt again now, fill the fields it lacks,
+        /// and answer what was read (``ReadResult``).
+        case read(ref: String)
 
         /// Whether a descriptor travels with the line (`"receipt": true`).
         public var takesDescriptor: Bool {
@@ -77,6 +80,7 @@ public struct ControlRequest: Sendable, Equatable {
             case .delete: .delete
             case .resolve: .resolve
             case .receipt: .receipt
+            case .read: .read
             }
         }
     }
@@ -105,7 +109,7 @@ public struct ControlRequest: Sendable, Equatable {
             break
         case .watch(let changes):
             if changes { members["changes"] = true }
-        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref):
+        case .show(let ref), .retry(let ref), .discard(let ref), .delete(let ref), .read(let ref):
             members["ref"] = .string(ref)
         case .receipt(let ref, let original):
             members["ref"] = .string(ref)

@@ -20,6 +20,9 @@ public struct ExpenseSummary: ControlResult, Equatable {
     /// The fields the backend needs that it lacks, while it is held as
     /// incomplete (docs/sync.md, "Incomplete expenses"); empty otherwise.
     public var missing: [String] = []
+    /// The fields a reading of its receipt filled, with the reading's
+    /// confidence, while they keep the value read (`"read": {"amount": 0.91}`).
+    public var read: [String: Double] = [:]
 
     public init(transactionID: String, clientID: String, state: ExpenseView.State, fields: ExpenseFields, pendingFields: [String],
                 receipt: ReceiptState, receiptURL: String?, version: Int?, conflict: Bool, conflicts: [String: ConflictValues],
@@ -41,6 +44,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
         self.init(transactionID: view.transactionID, clientID: view.clientID, state: view.state, fields: view.fields,
                   pendingFields: view.pendingFields, receipt: view.receipt, receiptURL: view.receiptURL, version: view.version,
                   conflict: view.conflict, conflicts: view.conflicts, source: view.source)
+        read = view.read
     }
 
     public var json: JSONValue { .object(members) }
@@ -59,6 +63,7 @@ public struct ExpenseSummary: ControlResult, Equatable {
             "conflicts": .object(conflicts.mapValues { ["server": .string($0.server), "client": .string($0.client)] }),
             "source": source.map(Self.json) ?? .null,
             "missing": .array(missing.map(JSONValue.string)),
+            "read": .object(read.mapValues { .number($0) }),
         ]
         for name in ExpenseFields.names { object[name] = .string(fields[name]) }
         return object
@@ -107,5 +112,10 @@ public struct ExpenseSummary: ControlResult, Equatable {
                   version: try m.nullableInteger("version").map { Int($0) }, conflict: try m.bool("conflict"), conflicts: conflicts,
                   source: try Self.source(m, "source"))
         self.missing = missing
+        // Absent from a daemon that reads no receipts' fields yet.
+        if m.value("read") != nil {
+            let marks = try m.object("read")
+            for field in marks.object.keys where ExpenseFields.names.contains(field) { read[field] = try marks.number(field) }
+        }
     }
 }

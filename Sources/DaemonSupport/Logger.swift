@@ -38,11 +38,12 @@ public final class Logger: Sendable {
     /// a journal field (`EXPENSE_TRANSACTION_ID`) and the start of the
     /// message; `account`, its account, is the field `EXPENSE_ACCOUNT`
     /// (empty for the default account); `source`, where the expense came
-    /// from (``ExpenseSource/compact``), is `EXPENSE_SOURCE`.
+    /// from (``ExpenseSource/compact``), is `EXPENSE_SOURCE`; `fields` are
+    /// more journal fields (names in capitals, values without personal data).
     /// The message is built only when its priority is logged (some debug
     /// lines are per request).
     public func log(_ priority: Priority, _ message: @autoclosure () -> String, transactionID: String? = nil, jobUUID: String? = nil,
-                    account: String? = nil, source: String? = nil, messageID: MessageID? = nil) {
+                    account: String? = nil, source: String? = nil, messageID: MessageID? = nil, fields: [(String, String)] = []) {
         guard priority <= threshold else { return }
         let text = (transactionID.map { "\($0): " } ?? "") + message()
         if toJournal {
@@ -54,6 +55,7 @@ public final class Logger: Sendable {
             if let account { entry.append(("EXPENSE_ACCOUNT", account)) }
             if let source { entry.append(("EXPENSE_SOURCE", source)) }
             if let messageID { entry.append(("MESSAGE_ID", messageID.rawValue)) }
+            entry += fields
             if Journal.send(entry) { return }
         }
         // One write(2) per line, so lines from several threads never interleave.

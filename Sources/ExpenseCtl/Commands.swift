@@ -155,4 +155,14 @@ let subcommands: [Subcommand] = [
     Subcommand("resolve", "Settle a conflict the server flagged, keeping its values or yours.", arguments: [idArgument],
                options: [CommandOption("--take", valueName: "server|mine", help: "whose values to keep (required)", isRequired: true)],
                run: runResolve),
+    Subcommand("read", "Read an expense's receipt again and fill the fields it lacks.", arguments: [idArgument],
+               discussion: """
+                   The daemon reads the receipt now (after installing another language,
+                   say: receipt_languages), waits for the reading (at most reading_timeout),
+                   and fills the fields the expense does not have, or has only as an
+                   earlier reading filled them; a field a person typed or a sidecar gave
+                   is kept. It prints each field read, its confidence (0 to 1), and
+                   whether it was filled or kept. Exit status 1: no such expense, no
+                   receipt, or reading = off.
+                   """, run: runRead),
 ]

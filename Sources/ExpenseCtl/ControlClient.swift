@@ -51,9 +51,11 @@ final class ControlClient {
     /// returns the daemon's `result` as `type`.
     /// - Throws: ``ClientError`` for an error answer, an answer that is not
     ///   `type`, or a broken connection.
+    /// - Parameter atLeast: the least time the answer is waited for
+    ///   (milliseconds), for a request that takes long by nature.
     func call<Result: ControlResult>(_ command: ControlRequest.Command, expecting type: Result.Type,
-                                     passing descriptor: FileDescriptor? = nil) throws -> Result {
-        let limit = try Self.answerTimeoutMilliseconds()
+                                     passing descriptor: FileDescriptor? = nil, atLeast: Int32 = 0) throws -> Result {
+        let limit = max(try Self.answerTimeoutMilliseconds(), atLeast)
         try send(command, passing: descriptor)
         guard let answer = try readLine(timeoutMilliseconds: limit) else {
             throw ClientError(status: .tempFailure, message: """

@@ -131,10 +131,14 @@ func runList(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
             // Held for the backend's fields: it waits for an edit, not for the network.
             var state = expense.missing.isEmpty ? Output.text(expense.state.rawValue) : "incomplete"
             if expense.conflict { state += " (conflict)" }
-            table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue), Output.text(expense.fields.date),
-                               amountText(expense.fields), merchantText(expense)])
+            table.rows.append([Output.text(expense.transactionID), state, Output.text(expense.receipt.rawValue),
+                               readMark(Output.text(expense.fields.date), expense, "date"),
+                               readMark(amountText(expense.fields), expense, "amount", "currency"), readMark(merchantText(expense), expense, "merchant")])
         }
         Output.out(table.rendered)
+        if result.expenses.contains(where: { !$0.read.isEmpty }) {
+            Output.out("~ read from the receipt, a suggestion ('expensectl show ID' gives the confidence)")
+        }
     }
     if let totals = result.totals {
         var table = Table(headers: ["CURRENCY", "EXPENSES", "TOTAL", "OF WHICH PENDING"])
@@ -175,6 +179,23 @@ func listQuery(_ invocation: Invocation) throws -> ListQuery {
     return query
 }
 
+/// `text` marked `~` when a reading of the receipt filled any of `fields`.
+func readMark(_ text: String, _ expense: ExpenseSummary, _ fields: String...) -> String {
+    fields.contains { expense.read[$0] != nil } ? text + "~" : text
+}
+
+/// `text`, and, when a reading filled any of `fields`, its confidence: `(read 0.91)`.
+func readNote(_ text: String, _ expense: ExpenseSummary, _ fields: String...) -> String {
+    guard let confidence = fields.compactMap({ expense.read[$0] }).min() else { return text }
+    return text + " (read from the receipt, \(confidenceText(confidence)))"
+}
+
+/// A confidence, 0 to 1, in hundredths: `0.91`.
+func confidenceText(_ value: Double) -> String {
+    let hundredths = min(100, max(0, Int((value * 100).rounded())))
+    return hundredths == 100 ? "1.00" : "0." + (hundredths < 10 ? "0" : "") + String(hundredths)
+}
+
 /// The merchant, or, for an expense that has none yet, the file it came
 /// from in brackets: receipt-only scans are told apart at a glance.
 func merchantText(_ expense: ExpenseSummary) -> String {
@@ -211,9 +232,9 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         ("Client ID", Output.text(expense.clientID)),
         ("State", expense.missing.isEmpty ? Output.text(expense.state.rawValue)
             : "incomplete: held until it has \(RequiredFields.phrase(expense.missing)), which the backend needs; 'expensectl edit' gives them"),
-        ("Merchant", Output.text(expense.fields.merchant)),
-        ("Amount", amountText(expense.fields)),
-        ("Date", Output.text(expense.fields.date)),
+        ("Merchant", readNote(Output.text(expense.fields.merchant), expense, "merchant")),
+        ("Amount", readNote(amountText(expense.fields), expense, "amount", "currency")),
+        ("Date", readNote(Output.text(expense.fields.date), expense, "date")),
         ("Category", Output.text(expense.fields.category)),
         ("Comment", Output.text(expense.fields.comment)),
         ("Tax tag", Output.text(expense.fields.taxTag)),
@@ -343,6 +364,27 @@ func runDelete(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         let how = result.sentNothing ? "deleted (it never reached the server; nothing is sent)" : "delete queued"
         Output.out("\(Output.text(result.transactionID)): \(how)")
     }
+    return .success
+}
+
+func runRead(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
+    // A reading takes seconds, and up to reading_timeout (2m by default).
+    let result = try context.connect().call(.read(ref: ref(invocation)), expecting: ReadResult.self, atLeast: 180_000)
+    if context.json {
+        context.printJSON(result)
+        return .success
+    }
+    let id = Output.text(result.transactionID)
+    guard !result.fields.isEmpty else {
+        Output.out("\(id): nothing read from the receipt")
+        return .success
+    }
+    var table = Table(headers: ["FIELD", "READ", "CONFIDENCE", "APPLIED", "RULE"])
+    for field in result.fields {
+        table.rows.append([Output.text(field.field), Output.text(field.value), confidenceText(field.confidence),
+                           field.applied ? "filled" : "kept (set by a person or a sidecar)", Output.text(field.note)])
+    }
+    Output.out("\(id): read from the receipt\n" + table.rendered)
     return .success
 }
 

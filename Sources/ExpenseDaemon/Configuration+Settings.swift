@@ -22,6 +22,7 @@ extension Configuration {
         settings.maxAttempts = maxAttempts
         settings.tokenFile = tokenFile
         settings.longestRequestMilliseconds = connectTimeoutMilliseconds + requestTimeoutMilliseconds
+        settings.readingWaitMilliseconds = reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil
         return settings
     }
 
@@ -84,7 +85,7 @@ extension Configuration {
         settings.languages = receiptLanguages
         settings.tessdata = receiptTessdata
         settings.maxPixels = receiptMaxPixels
-        settings.deadlineMilliseconds = receiptDecodeTimeoutMilliseconds
+        settings.deadlineMilliseconds = readingTimeoutMilliseconds
         let copies = receiptDecoderRun
         return ReceiptReader(executable: copies.executable, settings: settings, environment: copies.environment)
     }
@@ -100,7 +101,8 @@ extension Configuration {
     /// Why receipts cannot be read as configured (a language's data is not
     /// installed, naming its Debian package), or nil.
     var receiptReadingProblem: String? {
-        ReadingLanguages.missing(receiptLanguages, in: receiptTessdata).map { "Refusing to start: \($0)" }
+        guard reading else { return nil }
+        return ReadingLanguages.missing(receiptLanguages, in: receiptTessdata).map { "Refusing to start: \($0)" }
     }
 
     /// How a date that reads two ways will be read, for the start-up log.

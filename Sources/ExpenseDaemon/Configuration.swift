@@ -39,6 +39,12 @@ public struct Configuration: Sendable, Equatable {
     public var receiptDateOrder: DateOrder?
     /// The currency of a receipt that names none, and which dollar `$` is.
     public var receiptCurrency: String?
+    /// Whether receipts are read, their fields suggested (`reading`).
+    public var reading = true
+    /// How long a receipt-only expense's create waits for its reading.
+    public var readingWaitMilliseconds: Int64 = 120_000
+    /// How long the sandboxed reader may take for one receipt.
+    public var readingTimeoutMilliseconds: Int64 = 120_000
     public var controlMaxConnections = 64
     public var controlIdleTimeoutMilliseconds: Int64 = 30_000
     public var controlLineMaxBytes = 1024 * 1024
@@ -137,6 +143,15 @@ public struct Configuration: Sendable, Equatable {
             }
             c.receiptCurrency = v
         },
+        Key(name: "reading", flag: "--reading", valueName: "on|off", help: "read receipts and suggest their fields (default on)") { c, v throws(ConfigurationError) in
+            switch v {
+            case "on": c.reading = true
+            case "off": c.reading = false
+            default: throw ConfigurationError("must be on or off")
+            }
+        },
+        Key(name: "reading_wait", flag: "--reading-wait", valueName: "DURATION", help: "how long a receipt-only expense waits for its reading before it is sent (default 2m)") { c, v throws(ConfigurationError) in c.readingWaitMilliseconds = try duration(v, 0...hour) },
+        Key(name: "reading_timeout", flag: "--reading-timeout", valueName: "DURATION", help: "time the sandboxed reader is given for one receipt (default 2m)") { c, v throws(ConfigurationError) in c.readingTimeoutMilliseconds = try duration(v, 100...hour) },
         Key(name: "receipt_decoder", flag: "--receipt-decoder", valueName: "FILE", help: "the sandboxed receipt decoder (default: expensed-decode beside expensed)") { c, v throws(ConfigurationError) in c.receiptDecoder = try path(v) },
         Key(name: "control_max_connections", flag: "--control-max-connections", valueName: "N", help: "concurrent control connections (default 64)") { c, v throws(ConfigurationError) in c.controlMaxConnections = try count(v, 1...10_000) },
         Key(name: "control_idle_timeout", flag: "--control-idle-timeout", valueName: "DURATION", help: "close a control connection silent this long (default 30s)") { c, v throws(ConfigurationError) in c.controlIdleTimeoutMilliseconds = try duration(v, 100...day) },

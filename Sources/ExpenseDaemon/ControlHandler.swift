@@ -23,6 +23,8 @@ final class ControlHandler: Sendable {
     /// Says in the journal when adds start being refused for room, and when
     /// they are taken again.
     let roomLog: RoomLog
+    /// The receipts' reader; nil with `reading = off`.
+    let readings: ReceiptReadings?
 
     /// What the operations need to know of the configuration.
     struct Settings: Sendable, Equatable {
@@ -34,11 +36,12 @@ final class ControlHandler: Sendable {
     }
 
     init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
-         callers: CallerAccounts, roomLog: RoomLog, queued: @escaping @Sendable () -> Void = {},
+         callers: CallerAccounts, roomLog: RoomLog, readings: ReceiptReadings? = nil, queued: @escaping @Sendable () -> Void = {},
          roomFreed: @escaping @Sendable () -> Void = {}) {
         self.callers = callers
         self.roomLog = roomLog
         self.roomFreed = roomFreed
+        self.readings = readings
         self.queued = queued
         self.store = store
         self.server = server
@@ -260,6 +263,8 @@ final class ControlHandler: Sendable {
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .receipt:
             preconditionFailure("receipt is answered before perform is called")
+        case .read(let ref):
+            return try await readAgain(ref: ref, in: scope)
         case .resolve(let ref, let takeMine):
             let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds, in: scope)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)

@@ -87,7 +87,7 @@ public enum Daemon {
         let room = roomSettings(configuration, logger: logger)
         let store: Store
         do {
-            store = try Store(stateDirectory: configuration.stateDirectory, room: room)
+            store = try Store(stateDirectory: configuration.stateDirectory, room: room, readsReceipts: configuration.reading)
         } catch {
             let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
@@ -101,6 +101,7 @@ public enum Daemon {
         } catch {
             logger.warning("Failed to set aside \(SizeText.describe(bytes: room.headroomBytes)) of headroom for the drain in '\(configuration.stateDirectory)': \(error.reason); adds count it as taken until there is room for it")
         }
+        let readings = try await startReadings(configuration, store: store, logger: logger)
 
         let access = try accessPolicy(configuration)
         if let directory = configuration.accountsDirectory {
@@ -151,14 +152,19 @@ public enum Daemon {
         }
         let copier = ReceiptCopier(store: store, decoder: configuration.receiptDecoderRun, logger: logger,
                                    recorded: { drainer?.trigger(); publisher.markChanged() })
+        let reader = readings.map { readings in
+            ReceiptReadings(store: store, reader: configuration.receiptReaderRun,
+                            parsing: configuration.readingSettings(localeDateFormat: LocaleFormat.dateFormat()), logger: logger,
+                            applied: { drainer?.trigger(); publisher.markChanged() })
+        }
         let handler = ControlHandler(store: store, server: server, publisher: publisher, logger: logger,
                                      settings: configuration.controlHandlerSettings, drainer: drainer, callers: callers, roomLog: roomLog,
-                                     queued: { copier.poke() }, roomFreed: roomFreed)
+                                     readings: reader, queued: { copier.poke(); reader?.poke() }, roomFreed: roomFreed)
         // After reconciliation (a crash's orphan receipt copies are gone)
         // and before READY=1: intakes a crash interrupted are finished first.
         let spool = try configuration.spoolDirectory.map { path in
             try SpoolService.open(path, settings: configuration.spoolSettings, store: store, logger: logger,
-                                  events: SpoolEvents(queued: { copier.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
+                                  events: SpoolEvents(queued: { copier.poke(); reader?.poke(); drainer?.trigger() }, changed: { publisher.markChanged() },
                                                       rejectedCount: { publisher.setSpoolRejected($0) },
                                                       waitingForRoom: { publisher.setSpoolWaiting($0) },
                                                       accountOfOwner: { callers.account(ofOwner: $0) }))
@@ -202,6 +208,7 @@ public enum Daemon {
         await withTaskGroup(of: Void.self) { services in
             services.addTask { await publisher.run() }
             services.addTask { await copier.run() }
+            if let reader { services.addTask { await reader.run() } }
             if let retention { services.addTask { await retention.run() } }
             if let spool { services.addTask { await spool.run() } }
             if let metrics { services.addTask { await metrics.run { await handler.metricsText() } } }
@@ -210,7 +217,7 @@ public enum Daemon {
             bus?.start()
             if let usec = ServiceManager.watchdogMicroseconds() {
                 let watchdog = Watchdog(watchdogMicroseconds: usec, store: store, server: server, logger: logger,
-                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); drainer?.trigger() },
+                                        drainerIsAlive: { drainer?.isAlive() ?? true }, onTick: { copier.poke(); reader?.poke(); drainer?.trigger() },
                                         probes: spool.map { spool in [{ answer in spool.probe(answer) }] } ?? [])
                 services.addTask { await watchdog.run() }
             }
@@ -233,6 +240,7 @@ public enum Daemon {
             bus?.stop()
             drainer?.shutdown()
             copier.stop()
+            reader?.stop()
             retention?.stop()
             metrics?.stop()
             services.cancelAll()
@@ -267,6 +275,20 @@ public enum Daemon {
                 logger.notice("Set aside \(SizeText.describe(bytes: bytes)) for the drain again in '\(directory)'")
             }
         })
+    }
+
+    /// Whether receipts are read: with `reading = off`, readings a
+    /// previous run left are dropped, so that nothing waits for them.
+    /// - Returns: nil when reading is off.
+    static func startReadings(_ configuration: Configuration, store: Store, logger: Logger) async throws -> Bool? {
+        guard configuration.reading else {
+            let dropped = try await store.dropReadings()
+            if dropped > 0 { logger.notice("Dropped \(dropped) receipt reading(s) left to do: reading = off") }
+            return nil
+        }
+        let toDo = try await store.readingsToDo()
+        if toDo > 0 { logger.notice("\(toDo) receipt reading(s) interrupted or waiting; reading them now") }
+        return true
     }
 
     static func accessPolicy(_ configuration: Configuration) throws -> AccessPolicy {

@@ -17,6 +17,9 @@ public final class Store: Sendable {
     public let changes = ChangeFeed()
     /// The limits an add is checked against, and the drain's headroom.
     let room: Room
+    /// Whether receipts are read (`reading = on`): each upload queued is
+    /// then also a reading to do (``pendingReadings(limit:)``).
+    public let readsReceipts: Bool
 
     /// `PRAGMA application_id` of an expensed database ("EXPD").
     static let applicationID: Int64 = 0x4558_5044
@@ -24,9 +27,12 @@ public final class Store: Sendable {
     /// Opens (creating if needed) the store in `stateDirectory` and brings
     /// its schema up to date. Never deletes or rewrites a file it does not
     /// recognize: it refuses with a message saying what to do.
-    /// - Parameter room: the outbox's limits and the drain's headroom
-    ///   (none by default); the headroom is set aside by ``establishHeadroom()``.
-    public init(stateDirectory: String, room: RoomSettings = RoomSettings()) throws(StoreError) {
+    /// - Parameters:
+    ///   - room: the outbox's limits and the drain's headroom (none by
+    ///     default); the headroom is set aside by ``establishHeadroom()``.
+    ///   - readsReceipts: whether receipts are read (`reading = on`).
+    public init(stateDirectory: String, room: RoomSettings = RoomSettings(), readsReceipts: Bool = false) throws(StoreError) {
+        self.readsReceipts = readsReceipts
         do {
             try FileSystem.makeDirectories(stateDirectory, mode: 0o700)
         } catch {

@@ -402,7 +402,9 @@ public final class Drainer: Sendable {
         let hold = meteredHold(overriding: false)
         var wake: Int64?
         // Nor do incomplete expenses: the edit that completes one does.
-        if let pending = try? await store.pendingWork(holding: hold.heldKinds, requiring: backend.requiredFields), pending.queued {
+        if let pending = try? await store.pendingWork(holding: hold.heldKinds, requiring: backend.requiredFields,
+                                                        readingWait: settings.readingWaitMilliseconds, now: Clock.wallMilliseconds),
+           pending.queued {
             wake = interval
             if let due = pending.earliestRetry {
                 wake = min(interval, max(due - Clock.wallMilliseconds, 50))

@@ -100,7 +100,8 @@ extension Drainer {
                         let hold = drainer.meteredHold(overriding: overridingMeteredHold)
                         let jobs = hold.holdsEverything ? []
                             : try await drainer.store.claim(limit: limit, now: Clock.wallMilliseconds, paused: paused, holding: hold.heldKinds,
-                                                              requiring: drainer.backend.requiredFields)
+                                                              requiring: drainer.backend.requiredFields,
+                                                              readingWait: drainer.settings.readingWaitMilliseconds)
                         if jobs.isEmpty { drainer.logger.debug("Drain pass found nothing more to claim") }
                         // Their token files are looked at here (at most once a
                         // second), not on the thread that hands requests over.

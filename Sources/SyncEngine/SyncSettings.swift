@@ -11,6 +11,9 @@ public struct SyncSettings: Sendable, Equatable {
     public var backoffCapMilliseconds: Int64 = 300_000
     /// Rejections before a job needs attention.
     public var maxAttempts = 5
+    /// How long a receipt-only expense's create waits for its receipt's
+    /// reading (`reading_wait`); nil when receipts are not read.
+    public var readingWaitMilliseconds: Int64?
     /// The file holding the bearer token; nil for systemd's
     /// `$CREDENTIALS_DIRECTORY/token`, when there is one.
     public var tokenFile: String?

@@ -27,6 +27,9 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
         FileHandleWriter.standardError("\(missing)\n")
         exit(78)
     }
+    // A reading is no one's wait: the daemon's adds and sends (and the
+    // server beside it) get the cores first (bench/README.md, bench-read --daemon).
+    CurrentProcess.yieldCPUToOthers()
     guard cdecoder_start() == 0 else { fail(String(cString: cdecoder_error())) }
     guard creader_start(settings.tessdata, settings.languages.joined(separator: "+")) == 0 else { fail(String(cString: cdecoder_error())) }
     // Tesseract let go before its caches' destructors run at exit, whichever

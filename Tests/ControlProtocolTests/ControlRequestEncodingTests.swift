@@ -26,6 +26,7 @@ import Testing
         .receipt(ref: "cp-0206e11a"),
         .receipt(ref: "cp-0206e11a", original: true),
         .resolve(ref: "cp-0206", takeMine: true), .resolve(ref: "cp-0206", takeMine: false),
+        .read(ref: "cp-0206e11a"),
     ]
 
     @Test(arguments: commands)

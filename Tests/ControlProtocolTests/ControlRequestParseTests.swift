@@ -63,6 +63,10 @@ import ExpenseCore
         (#"{"id":[1],"op":"status"}"#, .invalidField),
         (#"{"op":"resolve","ref":"cp-1"}"#, .missingField),
         (#"{"op":"resolve","ref":"cp-1","take":"both"}"#, .invalidField),
+        (#"{"op":"read"}"#, .missingField),
+        (#"{"op":"read","ref":5}"#, .invalidField),
+        (#"{"op":"read","ref":""}"#, .invalidField),
+        (#"{"op":"read","ref":"cp-1","set":{"amount":"1.00"}}"#, .unknownField),
         (#"{"op":"edit","ref":"cp-1","set":{}}"#, .invalidField),
     ] as [(String, ControlErrorCode)])
     func badRequests_getTheRightCode(_ text: String, code: ControlErrorCode) {

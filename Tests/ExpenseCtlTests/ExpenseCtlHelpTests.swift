@@ -8,7 +8,7 @@ import Testing
 /// for it agree, and what is not a subcommand or an option is a usage error.
 @Suite struct ExpenseCtlHelpTests {
     /// Every subcommand; a new one fails ``subcommandList_isEveryOneTestedHere`` until it is added here and to `Help/`.
-    static let subcommands = ["add", "list", "show", "retry", "discard", "status", "watch", "sync", "stats", "edit", "receipt", "delete", "resolve"]
+    static let subcommands = ["add", "list", "show", "retry", "discard", "status", "watch", "sync", "stats", "edit", "receipt", "delete", "resolve", "read"]
 
     static func ctl(_ arguments: [String]) throws -> CommandResult {
         try runCommand(BuiltProducts.path("expensectl"), arguments, environment: ["EXPENSED_SOCKET": "/nonexistent/expensed.sock"])
@@ -82,7 +82,7 @@ import Testing
     func noDaemon_isUnavailable(_ name: String) throws {
         let arguments: [String] = switch name {
         case "add": ["add", "--merchant", "M", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29"]
-        case "show", "retry", "discard", "delete": [name, "cp-0206e11a39722b8b0b0d34"]
+        case "show", "retry", "discard", "delete", "read": [name, "cp-0206e11a39722b8b0b0d34"]
         case "edit": ["edit", "cp-0206e11a39722b8b0b0d34", "--merchant", "M"]
         case "resolve": ["resolve", "cp-0206e11a39722b8b0b0d34", "--take", "server"]
         // To a file, since --json needs one (and standard output may be a terminal).

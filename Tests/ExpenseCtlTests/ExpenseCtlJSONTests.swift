@@ -27,7 +27,7 @@ import Testing
         "transaction_id": "string", "client_id": "string", "state": "string", "merchant": "string|null", "amount": "string|null",
         "currency": "string|null", "date": "string|null", "category": "string|null", "comment": "string|null", "tax_tag": "string|null",
         "receipt": "string", "receipt_url": "string|null", "version": "integer|null", "pending_fields": "array", "conflict": "boolean",
-        "conflicts": "object", "source": "object|null", "missing": "array",
+        "conflicts": "object", "source": "object|null", "missing": "array", "read": "object",
     ]
     /// Where an expense came from.
     static let source: Shape = ["kind": "string", "name": "string", "sidecar": "string|null", "dropped_at": "string|null"]

@@ -146,6 +146,29 @@ import Testing
         #expect(try Configuration.parse(arguments: ["--receipt-date-order", "day-first"]) { _ in nil } == .run(with { $0.receiptDateOrder = .dayFirst }))
     }
 
+    /// `reading`, `reading_wait`, `reading_timeout`: parsed, refused when
+    /// garbage, and what the sync engine and the reader get; off means no
+    /// wait and no language data looked for.
+    @Test func readingKeys_parse_andReachTheEngineAndTheReader() throws {
+        var configuration = Configuration()
+        #expect(configuration.reading && configuration.syncSettings.readingWaitMilliseconds == 120_000)
+        #expect(configuration.receiptReaderRun.settings.deadlineMilliseconds == 120_000)
+        try configuration.apply(fileText: "reading_wait = 5s\nreading_timeout = 300ms\n", path: "x.conf")
+        #expect(configuration.syncSettings.readingWaitMilliseconds == 5_000)
+        #expect(configuration.receiptReaderRun.settings.deadlineMilliseconds == 300)
+        try configuration.apply(fileText: "reading_wait = 0\n", path: "x.conf")
+        #expect(configuration.syncSettings.readingWaitMilliseconds == nil, "0: nothing waits")
+        try configuration.apply(fileText: "reading_wait = 1m\nreading = off\nreceipt_tessdata = /nowhere\n", path: "x.conf")
+        #expect(!configuration.reading && configuration.syncSettings.readingWaitMilliseconds == nil)
+        #expect(configuration.receiptReadingProblem == nil, "off: the language data is not looked for")
+        for (key, value) in [("reading", "yes"), ("reading", ""), ("reading", "On"), ("reading", "1"), ("reading_wait", "2h"), ("reading_wait", "-1s"),
+                             ("reading_wait", "soon"), ("reading_timeout", "0"), ("reading_timeout", "50ms"), ("reading_timeout", "2h"), ("reading_timeout", "")] {
+            var configuration = Configuration()
+            #expect(throws: ConfigurationError.self, "\(key) = '\(value)'") { try configuration.apply(fileText: "\(key) = \(value)\n", path: "x.conf") }
+        }
+        #expect(try Configuration.parse(arguments: ["--reading", "off"]) { _ in nil } == .run(with { $0.reading = false }))
+    }
+
     @Test func theDateOrder_isSaidAtStart_withWhereItComesFrom() {
         var configuration = Configuration()
         #expect(configuration.dateOrderDescription(localeDateFormat: "%m/%d/%Y", localeName: "en_US.UTF-8")

@@ -33,7 +33,10 @@ public final class DaemonHarness: @unchecked Sendable {
             _ = FileManager.default.createFile(atPath: configPath, contents: Data("disk_reserve = 16M\n".utf8))
         }
         self.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath,
-                          "--spool-dir", spool ? spoolDirectory : "none", "--log-target", "stderr"] + arguments
+                          "--spool-dir", spool ? spoolDirectory : "none", "--log-target", "stderr",
+                          // Receipts are not read unless a test asks (`--reading on`, a flag given later wins):
+                          // a reading is a Tesseract run per receipt, which the other tests have no use for.
+                          "--reading", "off"] + arguments
         // Never the machine's own system bus (its NetworkManager could hold
         // uploads): a test that wants one passes a bus of its own (FakeSystemBus).
         self.environment = environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(self.directory.at("no-system-bus"))"]) { given, _ in given }

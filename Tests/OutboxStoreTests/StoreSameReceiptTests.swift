@@ -111,6 +111,10 @@ import Testing
             try await store.write { db, _ in
                 try db.execute("DROP TABLE received_receipts")
                 try db.execute("ALTER TABLE receipt_originals DROP COLUMN removed_at")
+                // And the migrations after it, made again on the way up.
+                try db.execute("DROP TRIGGER receipt_readings_job_gone")
+                try db.execute("DROP TABLE receipt_readings")
+                try db.execute("DROP TABLE read_marks")
                 try db.execute("DELETE FROM schema_migrations WHERE version >= 9")
                 return ((), [])
             }

@@ -5,7 +5,9 @@
 // of the same receipt (ReceiptDecoder, the decoder's other mode: its
 // baseline), sampled in turn in the same run.
 //
-// Usage: bench-read [--bin DIR] [--rounds N]
+// Usage: bench-read [--bin DIR] [--rounds N] [--daemon [--adds N]]
+// --daemon: adds and drains of a daemon while it reads 50 receipts ÷ the
+// same with reading off (DaemonLoad.swift).
 // For each receipt, --rounds times (default 3) in turn: the copy and the
 // reading. Prints each receipt's fields right, the medians and their
 // ratio; then the share of all fields right, the median reading time per
@@ -20,9 +22,14 @@ import Posix
 import ReceiptCopy
 import ReceiptReading
 
-let options = BenchArguments("bench-read", usage: "usage: bench-read [--bin DIR] [--rounds N]", options: ["--bin", "--rounds"])
+let options = BenchArguments("bench-read", usage: "usage: bench-read [--bin DIR] [--rounds N] [--daemon [--adds N]]",
+                             options: ["--bin", "--rounds", "--adds"], switches: ["--daemon"])
 let bin = options.binaryDirectory()
 let rounds = options.int("--rounds", default: 3, in: 1...100)
+if options.has("--daemon") {
+    daemonLoad(rounds: rounds, adds: options.int("--adds", default: 300, in: 1...100_000))
+    exit(0)
+}
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("bench-read: \(message)\n".utf8))

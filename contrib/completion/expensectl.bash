@@ -20,7 +20,7 @@ _expensectl()
     local cur prev words cword
     _init_completion || return
 
-    local subcommands="add list show retry discard status watch sync stats edit receipt delete resolve help"
+    local subcommands="add list show retry discard status watch sync stats edit receipt delete resolve read help"
     local global="--socket --json --account --all-accounts --help --version"
     local fields="--merchant --amount --currency --date --category --comment --tax-tag"
 
@@ -75,7 +75,7 @@ _expensectl()
         return
     fi
     case $subcommand in
-        show|retry|discard|delete|edit|resolve)
+        show|retry|discard|delete|edit|resolve|read)
             COMPREPLY=($(compgen -W "$(_expensectl_ids)" -- "$cur")) ;;
         receipt)
             case ${words[cword-1]} in

@@ -23,6 +23,9 @@ public struct ExpenseView: Sendable, Equatable {
     public var jobs: [PendingJob]
     /// Where it came from, when this device made it (``ExpenseSource``).
     public var source: ExpenseSource?
+    /// The fields a reading of its receipt filled, with the reading's
+    /// confidence (0...1), while they still have the value read.
+    public var read: [String: Double] = [:]
 
     /// Folds `jobs` (any order) over `cached`. Returns `nil` when there is
     /// nothing to show: no cache row and no create, or a deleted expense

@@ -22,13 +22,15 @@ extension Store {
     /// never holds up edits; a newer file must land last), but not for one
     /// that needs attention, which the newer one supersedes;
     /// every other job waits for every earlier job but receipts; an upload
-    /// waits for its copy to be made. One job
+    /// waits for its copy to be made, and for its reading (the bytes are
+    /// read before they may be sent and removed). One job
     /// per expense at a time: an upload and an edit in flight together
     /// could reach the server in either order, and the upload's new version
     /// would make the edit look stale.
     static let eligible = """
         state = 'queued' AND next_attempt_at <= ?1
         AND (jobs.kind != 'receipt' OR EXISTS (SELECT 1 FROM receipt_copies WHERE receipt_copies.job_uuid = jobs.uuid))
+        AND (jobs.kind != 'receipt' OR NOT EXISTS (SELECT 1 FROM receipt_readings WHERE receipt_readings.job_uuid = jobs.uuid))
         AND NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.transaction_id = jobs.transaction_id AND p.seq < jobs.seq
             AND (CASE WHEN jobs.kind = 'receipt' THEN p.kind = 'create' OR (p.kind = 'receipt' AND p.state != 'needs_attention')
                  ELSE p.kind != 'receipt' END))
@@ -53,16 +55,20 @@ extension Store {
     /// of the `holding` kinds (a metered link's receipt uploads), and the
     /// creates of incomplete expenses (lacking what `requiring` names, with
     /// what waits behind them): held, not failed, they wait with their
-    /// attempts and retry time untouched.
+    /// attempts and retry time untouched. With `readingWait` (milliseconds;
+    /// receipts are read), so does the create of a receipt-only expense
+    /// whose reading is still to do, for at most that long after it was
+    /// queued (``ReadingWait``).
     public func claim(limit: Int, now: Int64, paused: Set<String> = [], holding: Set<JobKind> = [],
-                      requiring: RequiredFields = .none) async throws -> [OutboxJob] {
+                      requiring: RequiredFields = .none, readingWait: Int64? = nil) async throws -> [OutboxJob] {
         let skip = (paused.isEmpty ? "" : " AND account NOT IN (SELECT value FROM json_each(?3))")
             + (holding.isEmpty ? "" : " AND jobs.kind NOT IN (SELECT value FROM json_each(?4))")
             + (requiring.isEmpty ? "" : " AND NOT \(Store.isIncompleteCreate("jobs", requiring))")
+            + (readingWait == nil ? "" : " AND " + ReadingWait.holdsCreate(wait: 5))
         // Bound up to the last number the SQL names (?3 unused is allowed; a value past the last is not).
-        let values: [SQLValue] = [.integer(now), .integer(Int64(limit))]
-            + (paused.isEmpty && holding.isEmpty ? [] : [Store.textList(paused.sorted())])
-            + (holding.isEmpty ? [] : [Store.textList(holding.map(\.rawValue).sorted())])
+        let optional: [SQLValue] = [Store.textList(paused.sorted()), Store.textList(holding.map(\.rawValue).sorted()), .integer(readingWait ?? 0)]
+        let last = readingWait != nil ? 3 : !holding.isEmpty ? 2 : !paused.isEmpty ? 1 : 0
+        let values: [SQLValue] = [.integer(now), .integer(Int64(limit))] + optional.prefix(last)
         // Durable: `sends` must never go back to 0 for a job the server may
         // hold (a create rewritten after it was sent would reuse its key
         // with another body). One fsync for the whole batch.
@@ -196,6 +202,20 @@ extension Store {
     /// queued, and when the first backing-off job is due (if one is); jobs
     /// of the `holding` kinds (held by a metered link) left out, and those
     /// of incomplete expenses (``incompleteCounts(requiring:excluding:in:)``).
+    /// With `readingWait` (as ``claim(limit:now:paused:holding:requiring:readingWait:)``
+    /// takes it), a create waiting for its reading is due when its wait
+    /// ends after `now`.
+    public func pendingWork(holding: Set<JobKind> = [], requiring: RequiredFields = .none, readingWait: Int64?,
+                            now: Int64) async throws -> (queued: Bool, earliestRetry: Int64?) {
+        let pending = try await pendingWork(holding: holding, requiring: requiring)
+        guard let readingWait, pending.queued else { return pending }
+        let waitEnds = try await database.read { db in
+            try db.queryFirst("SELECT min(queued_at) FROM receipt_readings WHERE receipt_only = 1 AND queued_at > ?",
+                              [.integer(now - readingWait)]) { $0.optionalInt64(0) }?.map { $0 + readingWait }
+        }
+        return (pending.queued, [pending.earliestRetry, waitEnds].compactMap { $0 }.min())
+    }
+
     public func pendingWork(holding: Set<JobKind> = [], requiring: RequiredFields = .none) async throws -> (queued: Bool, earliestRetry: Int64?) {
         guard requiring.isEmpty else { return try await pendingCompleteWork(holding: holding, requiring: requiring) }
         return try await database.read { db in

@@ -62,6 +62,8 @@ extension Store {
     /// version is `version`, coalescing as ``edit(ref:fields:now:in:)`` says,
     /// inside the caller's transaction.
     static func queueEdit(_ db: Connection, transactionID: String, change: ExpenseFields, version: Int?, now: Int64) throws {
+        // A field set again is the setter's now, not a reading's (a reading marks its own after this).
+        try Store.clearReadMarks(db, transactionID: transactionID, fields: change.changedNames)
         let jobs = try Store.rawJobs(db, transactionID: transactionID)
         if let create = jobs.first(where: { $0.kind == .create }), create.isUntouched {
             // A create sends no nulls: a field it clears is one it leaves out.

@@ -70,7 +70,7 @@ extension Store {
             }
             try Store.admit(db, .add(receiptBytes: receipt.map { Int64($0.size) }, copied: true), room: room)
             let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
-                                              now: now, account: account)
+                                              now: now, account: account, reading: self.readsReceipts ? fields : nil)
             if let receiptPath, receipt != nil {
                 try Store.insertSource(db, transactionID: transactionID, .file(path: receiptPath), account: account, now: now)
             }
@@ -88,12 +88,13 @@ extension Store {
     }
 
     /// Inserts a create job, and its receipt job when a receipt was staged,
-    /// inside the caller's transaction.
+    /// inside the caller's transaction; with `reading` (the create's
+    /// fields, when receipts are read), the receipt's reading too.
     /// - Returns: why the expense is held when its receipt is another's
     ///   (``recordReceived(_:_:transactionID:now:)``), else nil.
     @discardableResult
     static func insertCreate(_ db: Connection, clientID: String, transactionID: String, payload: String,
-                             receipt: StagedReceipt?, now: Int64, account: String) throws -> String? {
+                             receipt: StagedReceipt?, now: Int64, account: String, reading: ExpenseFields? = nil) throws -> String? {
         try db.execute("""
             INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
             VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?, ?)
@@ -105,6 +106,10 @@ extension Store {
                 """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                       .text(receipt.kind.rawValue), .integer(Int64(receipt.size)), .text(account)])
             try Store.recordDigest(db, of: receipt, transactionID: transactionID)
+            if let reading {
+                try Store.insertReading(db, jobUUID: receipt.jobUUID, transactionID: transactionID, account: account,
+                                        receiptOnly: ReadingWait.isReceiptOnly(reading), now: now)
+            }
             return try Store.recordReceived(db, receipt, transactionID: transactionID, now: now)
         }
         return nil
@@ -159,6 +164,7 @@ extension Store {
             view.source = sources[transactionID]
             views[transactionID] = view
         }
+        try addReadMarks(db, to: &views)
         return views
     }
 

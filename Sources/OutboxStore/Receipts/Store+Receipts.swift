@@ -97,6 +97,7 @@ extension Store {
     public func attachReceipt(ref: String, _ receipt: StagedReceipt, fields: ExpenseFields, now: Int64,
                               in scope: AccountScope = .all) async throws -> ExpenseView {
         let result: (after: ExpenseView, superseded: [String])
+        let reading = readsReceipts
         do {
             result = try await write { [room] db, watched in
                 let transactionID = try Store.resolve(db, ref: ref, in: scope)
@@ -116,6 +117,11 @@ extension Store {
                     """, [.text(receipt.jobUUID), .text(transactionID), .integer(now), .text(receipt.fileName),
                           .text(receipt.kind.rawValue), .integer(Int64(receipt.size))])
                 try Store.recordDigest(db, of: receipt, transactionID: transactionID)
+                if reading {
+                    // Another expense's create was sent or is on its way: the reading edits it, nothing waits.
+                    try Store.insertReading(db, jobUUID: receipt.jobUUID, transactionID: transactionID, account: try Store.account(db, transactionID: transactionID),
+                                            receiptOnly: false, now: now)
+                }
                 let held = try Store.recordReceived(db, receipt, transactionID: transactionID, now: now)
                 let reason = (view.receipt == .none ? "receipt attached" : "receipt replaced") + (fields.isEmpty ? "" : "; " + Store.edited(fields))
                     + (held.map { "; \($0)" } ?? "")

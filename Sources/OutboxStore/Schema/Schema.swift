@@ -302,5 +302,39 @@ enum Schema {
                 UPDATE counters SET value = value - OLD.size WHERE name = 'receipt_bytes';
             END;
             """),
+        Migration(version: 11, sql: """
+            -- Receipts to read (docs/receipts.md, "Reading"): one row per
+            -- upload whose bytes as received are still to be read, written
+            -- in the transaction that queues the upload when reading is on,
+            -- and removed in the transaction that applies the reading (or
+            -- records that nothing came of it). A row left by a crash is
+            -- read again at the next start. The upload waits for its row
+            -- to go (the file is read before it may be sent and removed);
+            -- a receipt-only expense's create waits for it too, at most
+            -- reading_wait after queued_at. A job gone takes its row.
+            CREATE TABLE receipt_readings (
+                job_uuid TEXT PRIMARY KEY NOT NULL,
+                transaction_id TEXT NOT NULL,
+                account TEXT NOT NULL,
+                receipt_only INTEGER NOT NULL,
+                queued_at INTEGER NOT NULL
+            );
+            CREATE INDEX receipt_readings_by_expense ON receipt_readings (transaction_id);
+            CREATE TRIGGER receipt_readings_job_gone AFTER DELETE ON jobs WHEN OLD.kind = 'receipt' BEGIN
+                DELETE FROM receipt_readings WHERE job_uuid = OLD.uuid;
+            END;
+            -- The fields a reading filled, with its confidence and the value
+            -- it wrote: shown as read while the expense still has that value;
+            -- an edit of the field removes its row. Kept after the expense
+            -- syncs (the device's knowledge, as expense_sources is).
+            CREATE TABLE read_marks (
+                transaction_id TEXT NOT NULL,
+                field TEXT NOT NULL,
+                value TEXT NOT NULL,
+                confidence REAL NOT NULL,
+                read_at INTEGER NOT NULL,
+                PRIMARY KEY (transaction_id, field)
+            ) WITHOUT ROWID;
+            """),
     ]
 }

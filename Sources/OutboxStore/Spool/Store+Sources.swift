@@ -85,7 +85,7 @@ package enum LateSidecarOutcome: Sendable, Equatable {
     /// No receipt of its name was taken alone within the window: it is an expense of its own.
     case noReceipt
     /// Its fields filled the fields of the receipt's expense that were
-    /// still empty (`filled`); `kept` are those the expense had already,
+    /// still empty or only read from the receipt (`filled`); `kept` are those the expense had already,
     /// which keep their values. The files are recorded in `spool_intake`.
     case edited(transactionID: String, receiptName: FileName, filled: [String], kept: [String])
     /// Nothing changed and nothing was recorded: it is rejected, for `reason`.
@@ -98,7 +98,8 @@ extension Store {
     /// expense, and records its files in `spool_intake`, in one
     /// transaction: once it has committed, the sidecar is that edit, and a
     /// crash before its removal neither loses its fields nor makes it an
-    /// expense of its own. It fills only the fields still empty: a value
+    /// expense of its own. It fills only the fields still empty, or filled
+    /// by a reading of the receipt (a suggestion): a value
     /// the expense has (set by a person since, or by the server) is never
     /// overwritten by a file that came late.
     package func enqueueLateSidecar(fields: ExpenseFields, sidecarName: FileName, account: String, since: Int64,
@@ -108,8 +109,9 @@ extension Store {
             let view = target.view, transactionID = target.view.transactionID
             let states = try StateChanges(db, watched: watched, [transactionID])
             let given = ExpenseFields.names.filter { fields[$0] != nil }
-            let filled = given.filter { view.fields[$0] == nil }
-            let kept = given.filter { view.fields[$0] != nil }
+            // A value a reading filled is a suggestion: the sidecar's replaces it.
+            let filled = given.filter { view.fields[$0] == nil || view.read[$0] != nil }
+            let kept = given.filter { view.fields[$0] != nil && view.read[$0] == nil }
             guard !filled.isEmpty else {
                 return (.refused(transactionID: transactionID, reason: given.isEmpty
                     ? "is a late sidecar of '\(target.receiptName.displayName)' (\(transactionID)) that sets no field"

@@ -74,7 +74,7 @@ extension Store {
             held = try await write { [room] db, watched in
                 try Store.admit(db, .add(receiptBytes: receipt.map { Int64($0.size) }, copied: true), room: room)
                 let held = try Store.insertCreate(db, clientID: clientID, transactionID: transactionID, payload: payload, receipt: receipt,
-                                                  now: now, account: account)
+                                                  now: now, account: account, reading: self.readsReceipts ? fields : nil)
                 try Store.insertSource(db, transactionID: transactionID, source, account: account, now: now)
                 try Store.insertIntake(db, files, clientID: clientID, now: now)
                 let change = ExpenseChange(account: account, transactionID: transactionID, from: nil, to: held == nil ? "queued" : "needs_attention",
