@@ -13,9 +13,10 @@ final class FavaHarness: @unchecked Sendable {
     let proxy: FaultProxy?
     let daemon: DaemonHarness
 
-    init(odds: FaultProxy.Odds? = nil, environment: [String: String] = [:], spool: Bool = false) throws {
+    init(odds: FaultProxy.Odds? = nil, environment: [String: String] = [:], spool: Bool = false, daemonArguments: [String] = [],
+         ledger: FavaProcess.Ledger = FavaProcess.Ledger()) throws {
         try FileManager.default.createDirectory(atPath: directory.at("fava"), withIntermediateDirectories: true)
-        let fava = try FavaProcess(directory: directory.at("fava"))
+        let fava = try FavaProcess(directory: directory.at("fava"), ledger: ledger)
         let proxy = try odds.map { try FaultProxy(backendPort: fava.port, odds: $0, seed: 17) }
         self.fava = fava
         self.proxy = proxy
@@ -26,8 +27,8 @@ final class FavaHarness: @unchecked Sendable {
             fava_expense_account = Expenses:{category}
             fava_funding_account = Assets:Cash
             """.utf8), to: directory.at("expensed.conf"))
-        daemon = DaemonHarness(arguments: ["--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "500ms", "--request-timeout", "30s"],
-                               environment: environment, spool: spool, directory: directory)
+        daemon = DaemonHarness(arguments: ["--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "500ms", "--request-timeout", "30s"]
+                                   + daemonArguments, environment: environment, spool: spool, directory: directory)
     }
 
     deinit {

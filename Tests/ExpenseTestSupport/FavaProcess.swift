@@ -22,11 +22,14 @@ public final class FavaProcess: @unchecked Sendable {
         public var openDate: String
         /// More ledger text, after the accounts.
         public var extra: String
+        /// The currencies the accounts are opened with; empty: the operating currency alone.
+        public var currencies: [String]
 
         public init(title: String = "Household", operatingCurrency: String = "EUR", documentsOption: String? = nil,
                     accounts: [String] = ["Assets:Cash", "Expenses:Meals", "Expenses:Travel", "Expenses:Misc"],
-                    openDate: String = "2020-01-01", extra: String = "") {
+                    openDate: String = "2020-01-01", extra: String = "", currencies: [String] = []) {
             self.title = title
+            self.currencies = currencies
             self.operatingCurrency = operatingCurrency
             self.documentsOption = documentsOption
             self.accounts = accounts
@@ -43,7 +46,8 @@ public final class FavaProcess: @unchecked Sendable {
 
 
             """
-            for account in accounts { text += "\(openDate) open \(account) \(operatingCurrency)\n" }
+            let opened = currencies.isEmpty ? operatingCurrency : currencies.joined(separator: ",")
+            for account in accounts { text += "\(openDate) open \(account) \(opened)\n" }
             return text + (extra.isEmpty ? "" : "\n" + extra + "\n")
         }
     }
