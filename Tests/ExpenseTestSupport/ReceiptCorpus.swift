@@ -16,6 +16,11 @@ public struct CorpusReceipt: Sendable, CustomStringConvertible {
 
     public var description: String { file }
 
+    /// The same receipt, as another file (a degraded copy of it).
+    public func copy(file: String, path: String) -> CorpusReceipt {
+        CorpusReceipt(file: file, layout: layout, path: path, settings: settings, source: source, fields: fields)
+    }
+
     /// The fields `suggestions` got wrong, as `field: expected, read`.
     public func wrongFields(_ suggestions: ReceiptSuggestions) -> [String] {
         let read = Dictionary(uniqueKeysWithValues: suggestions.byField.map { ($0.field, $0.suggestion.value) })
