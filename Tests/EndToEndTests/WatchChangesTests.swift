@@ -236,6 +236,10 @@ import Testing
         }
         let discarded = try daemon.ctl(["discard", fine, "--yes"])
         #expect(discarded.status == 0, "\(discarded.stderr)")
+        // The watcher hears the discard after `discard` has answered: wait for its line.
+        try waitUntil(timeout: 20, "the discard's line") {
+            Self.changes(watching).contains { $0["transaction_id"]?.stringValue == fine && $0["reason"] == "pending work discarded" }
+        }
 
         let seen = Self.changes(watching)
         Self.expectInOrder(seen, [(scan, nil, "queued", "from the spool")])
