@@ -28,9 +28,13 @@ import Testing
             "--log-target", "stderr",
         ], outputDirectory: directory.path, name: "strace")
         defer { strace.stop() }
+        // Answered, not only connected: a connection waits in the listen
+        // backlog before the daemon accepts it.
         try waitUntil(timeout: 60, "expensed under strace to answer") {
             guard strace.isRunning else { throw TestFailure("strace exited: \(strace.standardError)") }
-            return (try? RawClient(path: socket, timeout: 5)) != nil
+            guard let client = try? RawClient(path: socket, timeout: 30) else { return false }
+            try client.send(#"{"id":1,"op":"status"}"# + "\n")
+            return try client.readJSONLine()["ok"] == true
         }
         // The daemon is the traced process: stop it, and strace follows.
         let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
