@@ -58,17 +58,15 @@ public enum CurrentProcess {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
-    /// Gives the CPU to every other process first: the idle scheduling
-    /// class (`sched_setscheduler(2)`, `SCHED_IDLE`), which threads started
-    /// later inherit; where that is refused, the lowest priority
-    /// (`setpriority(2)`, nice 19). For work nobody waits on.
-    /// - Returns: false when neither could be set.
+    /// Lowers the process's CPU priority to `nice` (`setpriority(2)`),
+    /// which threads started later inherit: under a full load it still
+    /// gets a share of a core (nice 10: about a tenth against one process
+    /// at nice 0), unlike the idle class, which gets almost none while
+    /// anything else runs. For work someone waits on, but later than on the rest.
+    /// - Returns: false when it could not be set.
     @discardableResult
-    public static func yieldCPUToOthers() -> Bool {
-        // SCHED_IDLE is 5 (<linux/sched.h>); glibc defines it only under _GNU_SOURCE.
-        var parameters = sched_param(sched_priority: 0)
-        if sched_setscheduler(0, 5, &parameters) == 0 { return true }
-        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) == 0
+    public static func lowerPriority(to nice: Int32) -> Bool {
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) == 0
     }
 
     /// Sleeps the calling thread (`nanosleep(2)`, resumed after signals).

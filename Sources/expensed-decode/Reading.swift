@@ -27,9 +27,11 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
         FileHandleWriter.standardError("\(missing)\n")
         exit(78)
     }
-    // A reading is no one's wait: the daemon's adds and sends (and the
-    // server beside it) get the cores first (bench/README.md, bench-read --daemon).
-    CurrentProcess.yieldCPUToOthers()
+    // The daemon's adds and sends (and a server beside it) get the cores
+    // first, but a reading is waited on too (reading_wait, `expensectl
+    // read`): a lower priority, not the idle class, which a busy machine
+    // starves for minutes (bench/README.md, bench-read --daemon).
+    CurrentProcess.lowerPriority(to: 10)
     guard cdecoder_start() == 0 else { fail(String(cString: cdecoder_error())) }
     guard creader_start(settings.tessdata, settings.languages.joined(separator: "+")) == 0 else { fail(String(cString: cdecoder_error())) }
     // Tesseract let go before its caches' destructors run at exit, whichever
