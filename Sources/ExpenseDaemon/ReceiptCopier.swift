@@ -19,11 +19,7 @@ final class ReceiptCopier: Sendable {
     private let decoder: ReceiptDecoder
     private let logger: Logger
     private let recorded: @Sendable () -> Void
-    private let work = BlockingExecutor(label: "receipt-copy", width: 1)
-    private let stopping: DecoderStop?
-    private let stopped = Atomic<Bool>(false)
-    private let pokes: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
+    private let worker: DecoderWorker<PendingCopy>
     /// A copy could not be stored for lack of room, with this much free
     /// then: the next round waits until there is more (``roomFreed()``),
     /// rather than decode a receipt again only to find no room again.
@@ -36,13 +32,14 @@ final class ReceiptCopier: Sendable {
         self.decoder = decoder
         self.logger = logger
         self.recorded = recorded
-        stopping = try? DecoderStop()
-        (pokes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        worker = DecoderWorker(label: "receipt-copy", pending: { try await store.pendingCopies() }) { [logger] error in
+            logger.error("Failed to read the uploads waiting for their copy: \(error)")
+        }
     }
 
     /// Something may wait for its copy: an add, an edit, a spool take, a
     /// retry, a timer tick. Pokes while a round runs collapse into one more.
-    func poke() { continuation.yield(()) }
+    func poke() { worker.poke() }
 
     /// The file system may have room again: a copy that found none is
     /// tried again once there is more free than when it failed. Cheap
@@ -59,31 +56,11 @@ final class ReceiptCopier: Sendable {
 
     /// Ends ``run()`` promptly: a decoder in flight is killed, and its
     /// upload stays waiting for its copy (made at the next start).
-    func stop() {
-        stopped.store(true, ordering: .relaxed)
-        stopping?.stop()
-        continuation.finish()
-    }
+    func stop() { worker.stop() }
 
     func run() async {
-        poke()
-        for await _ in pokes { await copyAll() }
-    }
-
-    private func copyAll() async {
-        while true {
-            let batch: [PendingCopy]
-            do { batch = try await store.pendingCopies() } catch {
-                logger.error("Failed to read the uploads waiting for their copy: \(error)")
-                return
-            }
-            if batch.isEmpty { return }
-            for pending in batch {
-                if stopped.load(ordering: .relaxed) { return }
-                // No room: the rest would find none either; room freed pokes again.
-                guard await copy(pending) else { return }
-            }
-        }
+        // No room for one copy: the rest would find none either; room freed pokes again.
+        await worker.run { [self] pending in await copy(pending) }
     }
 
     /// What became of one receipt's copy.
@@ -106,7 +83,7 @@ final class ReceiptCopier: Sendable {
         } else {
             logger.debug("Making the copy of receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID,
                          account: pending.account)
-            attempt = (try? await work.run { [decoder, store, stopping] () -> Attempt in
+            attempt = (try? await worker.executor.run { [decoder, store, stopping = worker.stopping] () -> Attempt in
                 do {
                     let original = try FileDescriptor.open(path, [.readOnly, .noFollow])
                     switch try decoder.copy(of: original, stopping: stopping) {

@@ -20,15 +20,11 @@ final class ReceiptReadings: Sendable {
     private let parsing: ReadingSettings
     private let logger: Logger
     private let applied: @Sendable () -> Void
-    private let work = BlockingExecutor(label: "receipt-read", width: 1)
-    private let stopping: DecoderStop?
-    private let stopped = Atomic<Bool>(false)
+    private let worker: DecoderWorker<PendingReading>
     /// Each account's merchants, as last looked up, and when (monotonic
     /// nanoseconds): looked up again at most once a minute, so that a batch
     /// of readings does not scan the account's expenses for each.
     private let merchants = Mutex<[String: (at: UInt64, names: [String])]>([:])
-    private let pokes: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
 
     /// - Parameters:
     ///   - parsing: what the parser is told but the account's merchants
@@ -41,38 +37,22 @@ final class ReceiptReadings: Sendable {
         self.parsing = parsing
         self.logger = logger
         self.applied = applied
-        stopping = try? DecoderStop()
-        (pokes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        worker = DecoderWorker(label: "receipt-read", pending: { try await store.pendingReadings() }) { [logger] error in
+            logger.error("Failed to read the receipts waiting for their reading: \(error)")
+        }
     }
 
     /// A receipt may wait for its reading. Pokes while a round runs collapse into one more.
-    func poke() { continuation.yield(()) }
+    func poke() { worker.poke() }
 
     /// Ends ``run()`` promptly: a reader in flight is killed, and its
     /// reading stays to do (read again at the next start).
-    func stop() {
-        stopped.store(true, ordering: .relaxed)
-        stopping?.stop()
-        continuation.finish()
-    }
+    func stop() { worker.stop() }
 
     func run() async {
-        poke()
-        for await _ in pokes { await readAll() }
-    }
-
-    private func readAll() async {
-        while true {
-            let batch: [PendingReading]
-            do { batch = try await store.pendingReadings() } catch {
-                logger.error("Failed to read the receipts waiting for their reading: \(error)")
-                return
-            }
-            if batch.isEmpty { return }
-            for pending in batch {
-                if stopped.load(ordering: .relaxed) { return }
-                await read(pending)
-            }
+        await worker.run { [self] pending in
+            await read(pending)
+            return true
         }
     }
 
@@ -112,7 +92,7 @@ final class ReceiptReadings: Sendable {
         // A day ahead of the day it came: the receipt's time zone may be ahead of ours.
         settings.latestDate = String(Timestamp.format(milliseconds: receivedAt + 86_400_000).prefix(10))
         let parse = settings
-        return (try? await work.run { [reader, stopping] () -> Result<ReceiptSuggestions, CopyFailure> in
+        return (try? await worker.executor.run { [reader, stopping = worker.stopping] () -> Result<ReceiptSuggestions, CopyFailure> in
             do {
                 let text = try reader.read(try open(), stopping: stopping)
                 return .success(ReceiptParser.suggest(text, settings: parse))
