@@ -287,7 +287,7 @@ final class ControlHandler: Sendable {
         if let receipt {
             // Refused before a byte is copied when it cannot fit; the commit checks again.
             if let size = try? receipt.status().size, size > 0 {
-                try await store.admit(.add(receiptBytes: size, copied: false))
+                try await store.admit(.add(receiptBytes: size, copied: false), retrying: clientID)
             }
             staged = try await stage(receipt)
             FaultPoints.hit("after-receipt-staged")

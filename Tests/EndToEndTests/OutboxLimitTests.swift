@@ -56,6 +56,11 @@ import Testing
         #expect(e.status == 75)
         #expect(e.stderr == "expensectl: the outbox is full: 5 jobs queued (limit 5, outbox_max_jobs), and this needs 1 more; they leave as the server takes them; nothing was stored, try again later\n")
         #expect(daemon.receiptFiles().count == 2, "nothing of the refused receipt was left: \(daemon.receiptFiles())")
+        // A retry of A, whose answer a client may have lost, with its receipt: answered as its first try, full or not.
+        let aAgain = try daemon.ctl(Self.add("A", clientID: ids[0], receipt: daemon.directory.at("a.pdf")) + ["--json"])
+        #expect(aAgain.status == 0, "\(aAgain.stderr)")
+        #expect(try JSONValue.parse(Array(aAgain.stdout.utf8))["duplicate"] == true, "\(aAgain.stdout)")
+        #expect(daemon.receiptFiles().count == 2)
         #expect(try daemon.list().count == 3)
         let outbox = try #require(try daemon.ctlJSON(["status"])["outbox"])
         #expect(outbox["jobs"] == 5 && outbox["max_jobs"] == 5)

@@ -56,10 +56,7 @@ extension Store {
             return
         }
         database.write({ [room] db in
-            // The transaction id derives from the client id, so its index finds a retried add.
-            let owners = try db.query(
-                "SELECT account FROM jobs WHERE transaction_id = ?1 AND kind = 'create' UNION SELECT account FROM expenses WHERE transaction_id = ?1",
-                [.text(transactionID)]) { $0.string(0) }
+            let owners = try Store.owners(db, transactionID: transactionID)
             if !owners.isEmpty {
                 guard owners == [account] else {
                     throw StoreError(.invalidState, "client_id \(clientID) is already used by another expense; send a new one")

@@ -97,10 +97,23 @@ extension Store {
 
     /// Refuses `incoming` before anything of it is written (a receipt
     /// before it is copied). The commit checks again: this one only saves
-    /// the copy of a receipt that could not be taken.
+    /// the copy of a receipt that could not be taken. An add retried with
+    /// the client id of an expense already here (`retrying`) is never
+    /// refused: it adds nothing, and is answered as its first try was.
     /// - Throws: ``OutboxRefusal``.
-    public func admit(_ incoming: OutboxLimits.Incoming) async throws {
-        try await database.read { [room] db in try Store.admit(db, incoming, room: room) }
+    public func admit(_ incoming: OutboxLimits.Incoming, retrying clientID: String? = nil) async throws {
+        try await database.read { [room] db in
+            if let clientID, try !Store.owners(db, transactionID: TransactionID.derive(from: clientID)).isEmpty { return }
+            try Store.admit(db, incoming, room: room)
+        }
+    }
+
+    /// The accounts of the expense `transactionID` (its create queued, or
+    /// it is known from the server): one, or none when it is not here.
+    /// The transaction id derives from the client id, so its index finds a retried add.
+    static func owners(_ db: Connection, transactionID: String) throws -> [String] {
+        try db.query("SELECT account FROM jobs WHERE transaction_id = ?1 AND kind = 'create' UNION SELECT account FROM expenses WHERE transaction_id = ?1",
+                     [.text(transactionID)]) { $0.string(0) }
     }
 
     /// The refusal an add's failure stands for when it is a full file
