@@ -84,7 +84,20 @@ public enum Daemon {
             throw StartupFailure(code: .cannotCreate, message: "Failed to lock '\(lockPath)': \(error.reason)")
         }
 
-        let room = roomSettings(configuration, logger: logger)
+        // Set once the spool and the copier exist; called after every
+        // change of the drain (sending is what frees room), a discard, and
+        // a delete that dropped a chain, and the drain's headroom set aside
+        // again (copies wait while it is given up). Cheap when nothing waits for room.
+        let roomWaiters = Mutex<[@Sendable () -> Void]>([])
+        let roomFreed: @Sendable () -> Void = {
+            for waiter in roomWaiters.withLock({ $0 }) { waiter() }
+        }
+        var room = roomSettings(configuration, logger: logger)
+        let said = room.onHeadroom
+        room.onHeadroom = { event in
+            said(event)
+            if case .restored = event { roomFreed() }
+        }
         let store: Store
         do {
             store = try Store(stateDirectory: configuration.stateDirectory, room: room, readsReceipts: configuration.reading)
@@ -132,13 +145,6 @@ public enum Daemon {
         let publisher = StatusPublisher(store: store, server: server, serverRecord: record, meteredRecord: metered,
                                         requiredFields: configuration.requiredFields, metrics: metrics)
         let roomLog = RoomLog(logger: logger)
-        // Set once the spool and the copier exist; called after every
-        // change of the drain (sending is what frees room), a discard, and
-        // a delete that dropped a chain. Cheap when nothing waits for room.
-        let roomWaiters = Mutex<[@Sendable () -> Void]>([])
-        let roomFreed: @Sendable () -> Void = {
-            for waiter in roomWaiters.withLock({ $0 }) { waiter() }
-        }
         store.changes.connect(server)
         let retention = OriginalsRetention(store: store, retentionMilliseconds: configuration.receiptOriginalRetentionMilliseconds, logger: logger)
         let drainer: Drainer? = configuration.serverURL.flatMap { url in

@@ -42,11 +42,12 @@ final class ReceiptCopier: Sendable {
     func poke() { worker.poke() }
 
     /// The file system may have room again: a copy that found none is
-    /// tried again once there is more free than when it failed. Cheap
+    /// tried again once there is more free than when it failed, and the
+    /// drain's headroom is set aside (copies never write into it). Cheap
     /// (a `statvfs`, only while one waits): called after every drain change.
     func roomFreed() {
         let retry = waitingForRoom.withLock { failedAt -> Bool in
-            guard let before = failedAt else { return false }
+            guard let before = failedAt, !store.isHeadroomGivenUp else { return false }
             guard let now = try? FileSystem.space(of: store.receipts.path).availableBytes, now > before else { return false }
             failedAt = nil
             return true
@@ -67,8 +68,8 @@ final class ReceiptCopier: Sendable {
     private enum Attempt: Sendable {
         case made(MadeCopy)
         case failed(CopyFailure)
-        /// It could not be stored: the file system is full.
-        case noRoom(SystemCallError)
+        /// It could not be stored: the file system is full (why).
+        case noRoom(String)
     }
 
     /// Makes and records `pending`'s copy.
@@ -80,6 +81,9 @@ final class ReceiptCopier: Sendable {
         let attempt: Attempt
         if pending.kind == .pdf {
             attempt = .made(.original)
+        } else if store.isHeadroomGivenUp {
+            // The file system filled, and its last room is the drain's: no copy is written into it.
+            attempt = .noRoom("the room left is set aside for sending")
         } else {
             logger.debug("Making the copy of receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID,
                          account: pending.account)
@@ -97,7 +101,7 @@ final class ReceiptCopier: Sendable {
                 } catch let failure as CopyFailure {
                     return .failed(failure)
                 } catch let error as SystemCallError where error.isNoRoom {
-                    return .noRoom(error)
+                    return .noRoom("\(error.call): \(error.reason)")
                 } catch {
                     return .failed(CopyFailure("its bytes cannot be read or the copy stored: \(error)"))
                 }
@@ -118,14 +122,15 @@ final class ReceiptCopier: Sendable {
                 }
             case .failed(let failure) where failure == .stopped:
                 return true
-            case .noRoom(let error):
-                let free = (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
+            case .noRoom(let why):
+                // Tried again once more is free than now; after the headroom, once it is set aside again.
+                let free = store.isHeadroomGivenUp ? 0 : (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
                 let first = waitingForRoom.withLock { failedAt -> Bool in
                     defer { failedAt = free }
                     return failedAt == nil
                 }
                 if first {
-                    logger.warning("No room to store the copy of receipt '\(pending.fileName)' (\(error.call): \(error.reason)); uploads wait for their copies until there is room",
+                    logger.warning("No room to store the copy of receipt '\(pending.fileName)' (\(why)); uploads wait for their copies until there is room",
                                    transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
                 }
                 return false

@@ -305,20 +305,22 @@ import Testing
 
         // The file system is left with room for the receipt and its commit, a little more at a time, and no more.
         let foreignPath = "\(state)/foreign.bin"
-        let foreign = try FileDescriptor.open(foreignPath, [.writeOnly, .create, .exclusive], mode: 0o600)
-        try SmallFileSystem.fill(with: foreign)
-        let filled = try foreign.status().size
         let clientID = ClientID.make()
-        var margin: Int64 = 32 << 10
-        var added = false
-        while !added && margin < 1 << 20 {
-            try foreign.truncate(to: filled - size - margin)
-            let result = try daemon.ctl(Self.add("Copy later", clientID: clientID, receipt: ppm))
-            added = result.status == 0
-            if !added { #expect(result.status == 75, "\(result.stderr)") }
-            margin += 32 << 10
-        }
-        #expect(added, "taken with \(margin >> 10) KiB to spare")
+        do {
+            let foreign = try FileDescriptor.open(foreignPath, [.writeOnly, .create, .exclusive], mode: 0o600)
+            try SmallFileSystem.fill(with: foreign)
+            let filled = try foreign.status().size
+            var margin: Int64 = 32 << 10
+            var added = false
+            while !added && margin < 1 << 20 {
+                try foreign.truncate(to: filled - size - margin)
+                let result = try daemon.ctl(Self.add("Copy later", clientID: clientID, receipt: ppm))
+                added = result.status == 0
+                if !added { #expect(result.status == 75, "\(result.stderr)") }
+                margin += 32 << 10
+            }
+            #expect(added, "taken with \(margin >> 10) KiB to spare")
+        }  // closed: its room is freed once it is removed
         try waitUntil(timeout: 60, "the copy to find no room") { daemon.log.contains("No room to store the copy of receipt") }
         let transactionID = TransactionID.derive(from: clientID)
         let jobs = try #require(try daemon.ctlJSON(["show", transactionID])["jobs"]?.arrayValue)
@@ -333,5 +335,11 @@ import Testing
         let original = Hex.encode(SHA256.hash([UInt8](try #require(FileManager.default.contents(atPath: ppm)))))
         #expect(record.receiptDigest != nil && record.receiptDigest != original, "the legible copy was sent")
         #expect(daemon.log.contains("Receipt copy made"))
+        // Had the drain been given the headroom, the copy waited for it to be set aside again: it is never written into it.
+        let log = daemon.log
+        if let given = log.range(of: "gave the drain the") {
+            let again = try #require(log.range(of: "for the drain again", range: given.upperBound..<log.endIndex), "the headroom set aside again")
+            #expect(log.range(of: "Receipt copy made", range: again.upperBound..<log.endIndex) != nil)
+        }
     }
 }

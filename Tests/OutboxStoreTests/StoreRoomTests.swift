@@ -50,8 +50,11 @@ import Testing
         try await store.recordCopy(pending, .copy(fileName: copyName, kind: .jpeg, size: 700, sha256: [1]), now: 2)
         try await store.recordCopiesAsTheyAre()
         #expect(try await receiptBytes(store) == (8700, 8700))
-        #expect(try await store.roomState().use == OutboxLimits.Use(jobs: 5, receiptBytes: 8700, diskFreeBytes: try FileSystem.space(of: directory.at("state")).availableBytes),
-                "or a little less free: the test's own files")
+        let use = try await store.roomState().use
+        #expect(use.jobs == 5 && use.receiptBytes == 8700)
+        // The file system's free space as statvfs says it (other tests write beside this one: no exact figure).
+        let space = try FileSystem.space(of: directory.at("state"))
+        #expect(use.diskFreeBytes.map { $0 > 0 && $0 <= space.totalBytes } == true, "\(use)")
         // Sent: the upload's job goes, and its copy's row with it; the kept original is no longer the outbox's.
         while true {
             let jobs = try await store.claim(limit: 10, now: 3)

@@ -162,6 +162,11 @@ extension Store {
                                headroomHeld: room.headroom?.isHeld)
     }
 
+    /// Whether the drain's headroom is given up (the file system filled):
+    /// until it is set aside again, its room is the drain's alone, and
+    /// nothing else (an add, a legible copy) may write into it.
+    public var isHeadroomGivenUp: Bool { room.headroomMissing }
+
     /// Sets the drain's headroom aside, at start. Blocking.
     /// - Throws: what kept it from being allocated (a full file system):
     ///   adds count it as taken until ``restoreHeadroom()`` finds room.
