@@ -10,6 +10,29 @@ public struct ExpenseDetail: ControlResult, Equatable {
     /// The bytes as received of a receipt sent as a legible copy (`show`
     /// only; nil for a receipt that went as it is, or none).
     public var original: Original?
+    /// Its receipt's reading, while it is still to do (`show` only).
+    public var reading: Reading?
+
+    /// A reading still to do (docs/sync.md, "Readings").
+    public struct Reading: Sendable, Equatable {
+        public var queuedMilliseconds: Int64
+        /// Until when the create of a receipt-only expense waits for it
+        /// (`reading_wait` after it was queued); nil when nothing waits.
+        public var createWaitsUntilMilliseconds: Int64?
+
+        public init(queuedMilliseconds: Int64, createWaitsUntilMilliseconds: Int64?) {
+            self.queuedMilliseconds = queuedMilliseconds
+            self.createWaitsUntilMilliseconds = createWaitsUntilMilliseconds
+        }
+
+        var json: JSONValue {
+            .object(["queued_at": timestampJSON(queuedMilliseconds), "create_waits_until": timestampJSON(createWaitsUntilMilliseconds)])
+        }
+
+        init(_ m: Members) throws(ControlDecodingError) {
+            self.init(queuedMilliseconds: try m.timestamp("queued_at"), createWaitsUntilMilliseconds: try m.nullableTimestamp("create_waits_until"))
+        }
+    }
 
     /// The original kept of a receipt sent as a copy (docs/receipts.md).
     public struct Original: Sendable, Equatable {
@@ -124,6 +147,7 @@ public struct ExpenseDetail: ControlResult, Equatable {
         object["created_at"] = .string(createdAt)
         object["jobs"] = .array(jobs.map(\.json))
         if let original { object["original"] = original.json }
+        if let reading { object["reading"] = reading.json }
         return .object(object)
     }
 
@@ -134,5 +158,6 @@ public struct ExpenseDetail: ControlResult, Equatable {
         let original: Original?
         if let value = m.value("original"), value != .null { original = try Original(try m.object("original")) } else { original = nil }
         self.init(summary: try ExpenseSummary(m), createdAt: try m.nullableString("created_at"), jobs: jobs, original: original)
+        if let value = m.value("reading"), value != .null { reading = try Reading(try m.object("reading")) }
     }
 }

@@ -17,6 +17,7 @@ extension QueueSummary: ControlResult {
             "held": .integer(held),
             "incomplete": .integer(incomplete),
             "incomplete_jobs": .integer(incompleteJobs),
+            "reading": .integer(reading),
         ]
     }
 
@@ -36,5 +37,6 @@ extension QueueSummary: ControlResult {
         held = try m.int("held")
         incomplete = try m.int("incomplete")
         incompleteJobs = try m.int("incomplete_jobs")
+        reading = try m.int("reading")
     }
 }

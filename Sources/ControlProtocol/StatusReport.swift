@@ -87,6 +87,7 @@ public struct StatusReport: ControlResult, Equatable {
             summary.needsAttention = try m.int("needs_attention")
             summary.oldestJobMilliseconds = try m.nullableTimestamp("oldest_job_at")
             summary.server = try m.choice("server", QueueSummary.ServerState.self)
+            summary.reading = try m.int("reading")
             var lastError: ServerContact?
             if let at = try m.nullableTimestamp("last_error_at") {
                 lastError = ServerContact(lastContactMilliseconds: nil, lastErrorClass: try m.nullableString("last_error_class"),

@@ -248,6 +248,10 @@ func runShow(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
             ?? "kept ('expensectl receipt \(expense.transactionID) --original')"
         lines.append(("Original", "\(original.kind.rawValue.uppercased()), \(original.size) bytes, received \(Timestamp.format(milliseconds: original.receivedMilliseconds)); \(when)"))
     }
+    if let reading = result.reading {
+        let waits = reading.createWaitsUntilMilliseconds.map { "; it is sent once read, or at \(Timestamp.format(milliseconds: $0)) (reading_wait) as it is" } ?? ""
+        lines.append(("Reading", "to do, queued \(Timestamp.format(milliseconds: reading.queuedMilliseconds))\(waits)"))
+    }
     if !expense.pendingFields.isEmpty { lines.append(("Pending fields", expense.pendingFields.joined(separator: ", "))) }
     if expense.conflict {
         for (field, values) in expense.conflicts.sorted(by: { $0.key < $1.key }) {

@@ -38,6 +38,9 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
         let which = summary.incomplete > 0 ? "; 'expensectl list --incomplete' lists them, 'expensectl edit ID' completes one" : ""
         lines.append(("Incomplete", "\(summary.incomplete) held: \(Output.text(rule))\(which)"))
     }
+    if summary.reading > 0 {
+        lines.append(("Reading", "\(summary.reading) receipt\(summary.reading == 1 ? "" : "s") being read; a receipt alone waits for its reading (at most reading_wait) before it is sent"))
+    }
     if report.serverURL != nil {
         lines.append(("Last contact", report.contact?.lastContactMilliseconds.map(timeText) ?? "never since the daemon started"))
         if let contact = report.contact, let at = contact.lastErrorMilliseconds {

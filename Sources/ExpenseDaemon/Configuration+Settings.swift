@@ -118,7 +118,8 @@ extension Configuration {
 
     var controlHandlerSettings: ControlHandler.Settings {
         ControlHandler.Settings(receiptMaxBytes: receiptMaxBytes, serverURL: serverURL, stateDirectory: stateDirectory,
-                                spoolDirectory: spoolDirectory)
+                                spoolDirectory: spoolDirectory,
+                                readingWaitMilliseconds: reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil)
     }
 
     var spoolSettings: SpoolSettings {

@@ -33,6 +33,8 @@ final class ControlHandler: Sendable {
         var serverURL: String?
         var stateDirectory: String
         var spoolDirectory: String?
+        /// How long a receipt-only expense's create waits for its reading (`show` says until when); nil when it does not.
+        var readingWaitMilliseconds: Int64? = nil
     }
 
     init(store: Store, server: ControlServer, publisher: StatusPublisher, logger: Logger, settings: Settings, drainer: Drainer?,
@@ -214,6 +216,13 @@ final class ControlHandler: Sendable {
             detail.original = try await store.originals(of: view.transactionID).first.map {
                 ExpenseDetail.Original(kind: $0.kind, size: $0.size, sha256: $0.sha256.map(Hex.encode), receivedMilliseconds: $0.receivedAt,
                                        removedMilliseconds: $0.removedAt)
+            }
+            detail.reading = try await store.readingToDo(of: view.transactionID).map { reading in
+                let createQueued = view.jobs.contains { $0.kind == .create && $0.state == .queued }
+                return ExpenseDetail.Reading(queuedMilliseconds: reading.queuedMilliseconds,
+                                             createWaitsUntilMilliseconds: settings.readingWaitMilliseconds.flatMap { wait in
+                                                 reading.receiptOnly && createQueued ? reading.queuedMilliseconds + wait : nil
+                                             })
             }
             return detail
         case .retry(let ref):

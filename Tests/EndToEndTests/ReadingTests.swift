@@ -235,6 +235,40 @@ import Testing
         #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
     }
 
+    @Test func whileAReadingIsToDo_statusCountsIt_andShowSaysUntilWhenTheCreateWaits() throws {
+        let directory = TemporaryDirectory(prefix: "reading-shown")
+        let release = directory.at("release.fifo")
+        guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
+        let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", "30m"],
+                                   environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        let receipt = try #require(try Self.cleanReceipts().first { $0.file.hasSuffix(".png") })
+        try Self.drop(sync, try Self.bytes(receipt.path), as: receipt.file)
+        try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
+        let id = try #require(try Self.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
+
+        let shown = try sync.daemon.ctlJSON(["show", id])
+        let queued = try #require(shown["reading"]?["queued_at"]?.stringValue.flatMap(Timestamp.parse), "\(shown)")
+        let until = try #require(shown["reading"]?["create_waits_until"]?.stringValue.flatMap(Timestamp.parse), "\(shown)")
+        #expect(until - queued == 30 * 60_000, "reading_wait after it was queued")
+        let text = try sync.daemon.ctl(["show", id])
+        #expect(text.stdout.contains("Reading:") && text.stdout.contains("reading_wait"), "\(text.stdout)")
+        #expect(try sync.daemon.request(["op": "status"])["result"]?["reading"] == 1)
+        let status = try sync.daemon.ctl(["status"])
+        #expect(status.stdout.contains("1 receipt being read"), "\(status.stdout)")
+        #expect(try sync.serverExpenses().isEmpty, "the create waits for its reading")
+
+        let fifo = open(release, O_WRONLY | O_CLOEXEC)
+        #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
+        close(fifo)
+        let server = try Self.serverExpense(sync, id, "the create with the fields read") { $0["amount"] != .null }
+        for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
+        #expect(try sync.daemon.ctlJSON(["show", id])["reading"] == nil, "read: no reading to do")
+        #expect(try sync.daemon.request(["op": "status"])["result"]?["reading"] == 0)
+        #expect(Self.requests(sync, "PATCH") == 0)
+    }
+
     /// The pid of a reader (`expensed-decode --read`) the daemon `pid` runs, if one runs.
     static func readerChild(of pid: Int32) -> Int32? {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }

@@ -20,6 +20,10 @@ public struct QueueSummary: Sendable, Equatable {
     /// The queued jobs those expenses hold back (their creates, receipts
     /// and edits), less those a metered link holds (counted in `held`).
     public var incompleteJobs = 0
+    /// Receipts whose reading is still to do (docs/sync.md, "Readings"):
+    /// the create of a receipt-only expense waits for its reading, at most
+    /// `reading_wait`.
+    public var reading = 0
 
     public init() {}
 
@@ -52,6 +56,7 @@ public struct QueueSummary: Sendable, Equatable {
         }
         if held > 0 { text += "; \(held) held (metered link)" }
         if incomplete > 0 { text += "; \(incomplete) incomplete" }
+        if reading > 0 { text += "; \(reading) receipt\(reading == 1 ? "" : "s") being read" }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
         if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }
         return text

@@ -273,6 +273,8 @@ extension Store {
                 summary.oldestJobMilliseconds = try oldestJob(db, account: account)
             }
         }
+        // Small: a row per receipt still to read (none once reading keeps up).
+        summary.reading = Int(try db.scalarInt("SELECT count(*) FROM receipt_readings WHERE \(inScope(1))", [scope.sqlValue]) ?? 0)
         return summary
     }
 

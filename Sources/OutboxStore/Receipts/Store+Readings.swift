@@ -73,6 +73,16 @@ extension Store {
         }
     }
 
+    /// The reading still to do of `transactionID`'s receipt, for `show`:
+    /// when it was queued, and whether the expense is receipt-only (its
+    /// create waits for the reading, at most `reading_wait`). Nil once read.
+    public func readingToDo(of transactionID: String) async throws -> (queuedMilliseconds: Int64, receiptOnly: Bool)? {
+        try await database.read { db in
+            try db.queryFirst("SELECT queued_at, receipt_only FROM receipt_readings WHERE transaction_id = ? ORDER BY queued_at DESC LIMIT 1",
+                              [.text(transactionID)]) { ($0.int64(0), $0.int(1) != 0) }
+        }
+    }
+
     /// How many readings are still to do.
     public func readingsToDo() async throws -> Int {
         try await database.read { db in Int(try db.scalarInt("SELECT count(*) FROM receipt_readings") ?? 0) }
