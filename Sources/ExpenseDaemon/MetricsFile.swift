@@ -46,8 +46,9 @@ final class MetricsFile: Sendable {
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         do {
-            // node_exporter reads it as another user: world-readable, as its own files are.
-            try FileSystem.writeDurably(Array(text.utf8), to: name, in: directory, mode: 0o644)
+            // node_exporter reads it as another user: world-readable, as its own
+            // files are. Made again at every start: no fsync twice a second.
+            try FileSystem.replaceAtomically(Array(text.utf8), to: name, in: directory, mode: 0o644)
             if failing.exchange(false, ordering: .relaxed) { logger.notice("Metrics file '\(path)' written again") }
         } catch {
             if !failing.exchange(true, ordering: .relaxed) {

@@ -151,13 +151,26 @@ public enum FileSystem {
     /// either absent or complete: a temporary file `.name.tmp` in the same
     /// directory, `fsync`, `rename`, then `fsync` of the directory.
     public static func writeDurably(_ bytes: [UInt8], to name: String, in directory: String, mode: UInt32 = 0o600) throws(SystemCallError) {
+        try replace(bytes, name: name, in: directory, mode: mode, durably: true)
+    }
+
+    /// Replaces `directory/name` with `bytes` at once, as
+    /// ``writeDurably(_:to:in:mode:)`` does but without its `fsync`s: a
+    /// reader sees the old file or the new one, never part of one, and
+    /// after a crash it may be either. For a file made again from what is
+    /// durable elsewhere, written often (the metrics file).
+    public static func replaceAtomically(_ bytes: [UInt8], to name: String, in directory: String, mode: UInt32 = 0o600) throws(SystemCallError) {
+        try replace(bytes, name: name, in: directory, mode: mode, durably: false)
+    }
+
+    private static func replace(_ bytes: [UInt8], name: String, in directory: String, mode: UInt32, durably: Bool) throws(SystemCallError) {
         let temporary = "\(directory)/.\(name).tmp"
         do {
             let fd = try FileDescriptor.open(temporary, [.writeOnly, .create, .truncate, .noFollow], mode: mode)
             try fd.writeAll(bytes)
-            try fd.sync()
+            if durably { try fd.sync() }
             try rename(temporary, to: "\(directory)/\(name)")
-            try syncDirectory(directory)
+            if durably { try syncDirectory(directory) }
         } catch {
             try? remove(temporary)
             throw error

@@ -189,14 +189,17 @@ import Testing
             release.wait()
         }, completion: { _ in done.leave() })
         holding.wait()
-        let outcomes = Mutex<[Int: Bool]>([:])
+        // Each write's failure, nil when it reported success.
+        let outcomes = Mutex<[Int: SQLiteError?]>([:])
         for i in 1...6 {
             done.enter()
             queue.write({ db -> Void in
                 let pad = [UInt8](repeating: 0x55, count: i == 3 ? 200_000 : 10)
                 try db.execute("INSERT INTO t VALUES (?, ?)", [.integer(Int64(i)), .blob(pad)])
             }, completion: { result in
-                outcomes.withLock { $0[i] = (try? result.get()) != nil }
+                let failure: SQLiteError?
+                do { try result.get(); failure = nil } catch let error as SQLiteError { failure = error } catch { failure = SQLiteError(code: -1, message: "\(error)") }
+                outcomes.withLock { $0[i] = .some(failure) }
                 done.leave()
             })
         }
@@ -205,9 +208,12 @@ import Testing
         let outcome = outcomes.withLock { $0 }
         let stored = Set(try queue.sync { db in try db.query("SELECT x FROM t") { $0.int(0) } })
         #expect(outcome.count == 6)
-        #expect(outcome[3] == false, "the write that filled the disk fails")
-        for (i, ok) in outcome {
+        #expect(outcome[3]??.isDiskFull == true, "the write that filled the disk fails, as disk full")
+        for (i, failure) in outcome {
+            let ok = failure == nil
             #expect(ok == stored.contains(i), "write \(i) reported \(ok ? "stored" : "failed") but is \(stored.contains(i) ? "" : "not ")in the table")
+            // Undone with the transaction: told so with the disk-full code (a refusal for room, not a failure of the store).
+            if let failure { #expect(failure.isDiskFull, "write \(i): \(failure)") }
         }
         #expect(stored.contains(6), "writes after the rollback still commit")
     }
