@@ -257,15 +257,17 @@ final class SpoolIntake: Sendable {
         }
         if let createError { return await reject(files.map { ($0.name, "sidecar field \(createError.description)") }) }
 
-        // Left in the spool before a byte is copied when it cannot fit; the commit checks again.
-        let copied = receiptFile != nil && early?.isCopy(of: receiptFile!.status) == true
-        do {
-            try await store.admit(.add(receiptBytes: receiptFile?.status.size, copied: copied))
-        } catch let refusal as OutboxRefusal {
-            return .waitForRoom(refusal)
-        } catch {
-            logger.error("Failed to read the outbox's use: \(error), skipping for now")
-            return .retryLater
+        // Left in the spool before a byte is copied when it cannot fit; the
+        // commit checks again (and alone, when there is nothing to copy).
+        if let receiptFile, early?.isCopy(of: receiptFile.status) != true {
+            do {
+                try await store.admit(.add(receiptBytes: receiptFile.status.size, copied: false))
+            } catch let refusal as OutboxRefusal {
+                return .waitForRoom(refusal)
+            } catch {
+                logger.error("Failed to read the outbox's use: \(error), skipping for now")
+                return .retryLater
+            }
         }
 
         var staged: StagedReceipt?
