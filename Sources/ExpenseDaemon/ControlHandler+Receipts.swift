@@ -10,8 +10,16 @@ import SyncEngine
 // and copying one in for `add` and `edit`.
 extension ControlHandler {
     /// Copies a receipt a client sent durably into the state directory,
-    /// with its SHA-256, which the job records.
-    func stage(_ receipt: FileDescriptor) async throws -> StagedReceipt {
+    /// with its SHA-256, which the job records: refused (``OutboxRefusal``)
+    /// before a byte is copied when what the change brings with it
+    /// (`incoming`, of the receipt's size) cannot fit; the commit checks
+    /// again. An add retried with the client id of an expense already here
+    /// (`retrying`) is not refused: it is answered as its first try was.
+    func stage(_ receipt: FileDescriptor, bringing incoming: (_ size: Int64) -> OutboxLimits.Incoming,
+               retrying clientID: String? = nil) async throws -> StagedReceipt {
+        if let size = try? receipt.status().size, size > 0 {
+            try await store.admit(incoming(size), retrying: clientID)
+        }
         let maxBytes = settings.receiptMaxBytes
         return try await receiptCopies.run { [store] in
             try store.receipts.stage(from: receipt, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)

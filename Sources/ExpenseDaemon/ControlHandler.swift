@@ -250,7 +250,7 @@ final class ControlHandler: Sendable {
         case .edit(let ref, let fields, _):
             let view: ExpenseView
             if let receipt = incoming.receipt {
-                view = try await store.attachReceipt(ref: ref, try await stage(receipt), fields: fields, now: Clock.wallMilliseconds, in: scope)
+                view = try await store.attachReceipt(ref: ref, try await stage(receipt, bringing: { .attach(receiptBytes: $0, copied: false) }), fields: fields, now: Clock.wallMilliseconds, in: scope)
                 logger.info("Receipt attached\(fields.isEmpty ? "" : "; edited " + fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
                 if let held = view.jobs.last(where: { $0.lastErrorClass == Store.sameReceiptClass })?.lastError {
                     logger.warning("Expense is held: \(held)", transactionID: view.transactionID)
@@ -294,11 +294,7 @@ final class ControlHandler: Sendable {
     private func add(fields: ExpenseFields, clientID: String, receipt: FileDescriptor?, receiptPath: String?, account: String) async throws -> AddResult {
         var staged: StagedReceipt?
         if let receipt {
-            // Refused before a byte is copied when it cannot fit; the commit checks again.
-            if let size = try? receipt.status().size, size > 0 {
-                try await store.admit(.add(receiptBytes: size, copied: false), retrying: clientID)
-            }
-            staged = try await stage(receipt)
+            staged = try await stage(receipt, bringing: { .add(receiptBytes: $0, copied: false) }, retrying: clientID)
             FaultPoints.hit("after-receipt-staged")
         }
         let result = try await store.enqueueCreate(fields: fields, clientID: clientID, receipt: staged, now: Clock.wallMilliseconds,

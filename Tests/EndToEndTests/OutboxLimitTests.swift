@@ -56,6 +56,11 @@ import Testing
         #expect(e.status == 75)
         #expect(e.stderr == "expensectl: the outbox is full: 5 jobs queued (limit 5, outbox_max_jobs), and this needs 1 more; they leave as the server takes them; nothing was stored, try again later\n")
         #expect(daemon.receiptFiles().count == 2, "nothing of the refused receipt was left: \(daemon.receiptFiles())")
+        // A receipt attached by an edit is refused the same way, before it is copied.
+        let attach = try daemon.ctl(["edit", TransactionID.derive(from: ids[3]), "--receipt", daemon.directory.at("c.pdf")])
+        #expect(attach.status == 75)
+        #expect(attach.stderr.hasPrefix("expensectl: the outbox is full: 5 jobs queued (limit 5, outbox_max_jobs), and this needs 1 more;"), "\(attach.stderr)")
+        #expect(daemon.receiptFiles().count == 2)
         // A retry of A, whose answer a client may have lost, with its receipt: answered as its first try, full or not.
         let aAgain = try daemon.ctl(Self.add("A", clientID: ids[0], receipt: daemon.directory.at("a.pdf")) + ["--json"])
         #expect(aAgain.status == 0, "\(aAgain.stderr)")
@@ -81,14 +86,14 @@ import Testing
         #expect(status.stdout.contains("Outbox:           5 of 5 jobs; receipts 2.5 MiB of 3.0 MiB; "), "\(status.stdout)")
         #expect(daemon.log.components(separatedBy: "waits for room in the outbox, and so will others").count == 2, "said once: \(daemon.log)")
 
-        // Counted: two adds and two drops.
+        // Counted: two adds, an edit and two drops.
         let stats = try daemon.ctlJSON(["stats"])
-        #expect(stats["since_start"]?["refusals"] == ["jobs": 3, "receipt_bytes": 1])
-        #expect(stats["total"]?["refusals"] == ["jobs": 3, "receipt_bytes": 1])
-        #expect(try daemon.ctl(["stats"]).stdout.contains("refused for room: jobs 3, receipt_bytes 1"))
+        #expect(stats["since_start"]?["refusals"] == ["jobs": 4, "receipt_bytes": 1])
+        #expect(stats["total"]?["refusals"] == ["jobs": 4, "receipt_bytes": 1])
+        #expect(try daemon.ctl(["stats"]).stdout.contains("refused for room: jobs 4, receipt_bytes 1"))
         try waitUntil(timeout: 20, "the metrics file to count them") {
             let text = (try? String(contentsOfFile: metricsPath, encoding: .utf8)) ?? ""
-            return text.contains("expensed_outbox_refusals_total{reason=\"jobs\"} 3\n") && text.contains("expensed_outbox_refusals_total{reason=\"receipt_bytes\"} 1\n")
+            return text.contains("expensed_outbox_refusals_total{reason=\"jobs\"} 4\n") && text.contains("expensed_outbox_refusals_total{reason=\"receipt_bytes\"} 1\n")
                 && text.contains("expensed_spool_waiting 2\n") && text.contains("expensed_jobs{state=\"queued\"} 5\n")
         }
         let metrics = try String(contentsOfFile: metricsPath, encoding: .utf8)
@@ -120,7 +125,7 @@ import Testing
         for (index, clientID) in ids.enumerated() {
             #expect(records.filter { $0.transactionID == TransactionID.derive(from: clientID) }.count == 1, "\(index)")
         }
-        #expect(try daemon.ctlJSON(["stats"])["total"]?["refusals"] == ["jobs": 3, "receipt_bytes": 1])
+        #expect(try daemon.ctlJSON(["stats"])["total"]?["refusals"] == ["jobs": 4, "receipt_bytes": 1])
         try waitUntil(timeout: 20, "the metrics file to show the queue empty") {
             ((try? String(contentsOfFile: metricsPath, encoding: .utf8)) ?? "").contains("expensed_jobs{state=\"queued\"} 0\n")
         }

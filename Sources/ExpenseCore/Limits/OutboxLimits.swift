@@ -69,6 +69,12 @@ public struct OutboxLimits: Sendable, Equatable {
             guard let receiptBytes else { return Incoming(jobs: 1) }
             return Incoming(jobs: 2, receiptBytes: receiptBytes, unwrittenBytes: copied ? 0 : receiptBytes)
         }
+
+        /// A receipt of `receiptBytes` attached to an expense already here
+        /// (`edit --receipt`): one upload.
+        public static func attach(receiptBytes: Int64, copied: Bool) -> Incoming {
+            Incoming(jobs: 1, receiptBytes: receiptBytes, unwrittenBytes: copied ? 0 : receiptBytes)
+        }
     }
 
     /// Whether `incoming` fits: nil when it does, else the first limit it

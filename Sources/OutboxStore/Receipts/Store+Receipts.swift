@@ -110,7 +110,7 @@ extension Store {
                     """, [.text(transactionID)]) { ($0.int64(0), $0.optionalString(1)) }
                 for (seq, _) in superseded { try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(seq)]) }
                 // After the uploads it replaces are gone: their room is this one's.
-                try Store.admit(db, OutboxLimits.Incoming(jobs: 1, receiptBytes: Int64(receipt.size)), room: room)
+                try Store.admit(db, .attach(receiptBytes: Int64(receipt.size), copied: true), room: room)
                 try db.execute("""
                     INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, account)
                     VALUES (\(Store.nextSeq), ?1, 'receipt', ?2, '{}', ?3, ?4, ?5, ?6, \(Store.accountOf(2)))
