@@ -60,14 +60,9 @@ public final class DatabaseQueue: Sendable {
         enqueue(Self.item(durability, body, complete: completion))
     }
 
-    /// Runs `body` on the queue, between transactions (none is opened for
-    /// it), without waiting for it: upkeep nobody waits on.
-    public func schedule(_ body: @escaping @Sendable (Connection) -> Void) {
-        queue.async { [box] in body(box.connection) }
-    }
-
-    /// Runs `body` on the queue without waiting for it: a liveness probe
-    /// (`body` runs only once the queue has finished what is before it).
+    /// Runs `body` on the queue, between transactions, without waiting for
+    /// it (it runs once the queue has finished what is before it): a
+    /// liveness probe, or upkeep nobody waits on.
     public func probe(_ body: @escaping @Sendable () -> Void) {
         queue.async(execute: body)
     }

@@ -181,7 +181,7 @@ extension Store {
     /// and at every refusal (a daemon with no server has no drain to ask).
     public func restoreHeadroom() {
         guard let headroom = room.headroom, !headroom.isHeld else { return }
-        database.schedule { [room] _ in
+        database.probe { [room] in
             guard !headroom.isHeld, let available = try? room.space(room.directory).availableBytes, available >= 2 * headroom.bytes,
                   (try? headroom.establish()) != nil else { return }
             room.onHeadroom(.restored(bytes: headroom.bytes))
