@@ -10,6 +10,12 @@ public enum BackendKind: String, Sendable, Equatable, CaseIterable {
     case ihatemoney
     /// A beancount ledger served by fava, `…/<ledger slug>`.
     case fava
+
+    /// Whether a create sent before with an unknown outcome is sent again
+    /// only after a lookup of its marker (no idempotency keys): then the
+    /// creates a stopped run was sending wait, at start, until a request it
+    /// sent can no longer be committing (``Store/reconcile(settlingCreatesFor:now:)``).
+    var resendsAfterLookup: Bool { self != .expenseServer }
 }
 
 extension Configuration {

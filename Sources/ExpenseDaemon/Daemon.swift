@@ -105,8 +105,12 @@ public enum Daemon {
             let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
         }
-        let report = try store.reconcile()
+        let settle = configuration.backend.resendsAfterLookup ? configuration.syncSettings.longestRequestMilliseconds : 0
+        let report = try store.reconcile(settlingCreatesFor: settle)
         if report.requeued > 0 { logger.notice("Requeued \(report.requeued) job(s) interrupted while sending; their resend is a replay") }
+        if report.settling > 0 {
+            logger.notice("\(report.settling) create(s) interrupted while sending wait \(DurationText.describe(milliseconds: settle)) before their markers are looked up: a request the last run sent may still be committing at the backend")
+        }
         for name in report.removedReceipts { logger.notice("Removed receipt file '\(name)' that no job references") }
         for name in report.missingReceipts { logger.warning("Receipt file '\(name)' is referenced by a job but missing") }
         do {

@@ -42,7 +42,7 @@ final class FavaHarness: @unchecked Sendable {
     /// in the ledger; its next start runs without the fault.
     /// - Returns: the harness and the create's transaction id.
     static func crashedWithACreateInFlight() throws -> (FavaHarness, String) {
-        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
+        let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"], daemonArguments: IhatemoneyHarness.shortRequests)
         try h.daemon.start()
         let id = try h.add(merchant: "Garage", amount: "99.00")
         let crashed = try #require(h.daemon.process)

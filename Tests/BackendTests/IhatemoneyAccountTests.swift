@@ -129,7 +129,7 @@ import Testing
     /// kill -9 after ihatemoney committed bob's create and before the
     /// answer was recorded: after the restart, one bill, paid by Bob.
     @Test func killWithBobsCreateInFlight_leavesOneBill() throws {
-        let h = try IhatemoneyAccountHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
+        let h = try IhatemoneyAccountHarness(daemonArguments: IhatemoneyHarness.shortRequests, environment: ["EXPENSED_FAULT": "after-response:kill"])
         try h.startDaemon()
         let id = try h.add("bob", merchant: "Bob Garage", amount: "99.00")
         let crashed = try #require(h.daemon.process)

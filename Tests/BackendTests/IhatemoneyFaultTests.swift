@@ -42,7 +42,7 @@ import Testing
     /// committed a create and before its answer was recorded: after the
     /// restart the lookup adopts the bill instead of making another.
     @Test func killWithACreateInFlight_leavesOneBill() throws {
-        let h = try IhatemoneyHarness(environment: ["EXPENSED_FAULT": "after-response:kill"])
+        let h = try IhatemoneyHarness(daemonArguments: IhatemoneyHarness.shortRequests, environment: ["EXPENSED_FAULT": "after-response:kill"])
         try h.daemon.start()
         let id = try h.add(merchant: "Garage", amount: "99.00")
         let crashed = try #require(h.daemon.process)
@@ -54,12 +54,16 @@ import Testing
         #expect(try h.bills().count == 1)
         #expect(try h.bills(for: id).count == 1)
         #expect(h.daemon.log.contains("replayed"), "the resend was a lookup that found the bill")
+        #expect(h.daemon.log.contains("1 create(s) interrupted while sending wait 12s before their markers are looked up"), "\(h.daemon.log)")
     }
 
     /// kill -9 from outside at moments chosen by the proxy's log: whenever
     /// a create has reached ihatemoney, with more in flight.
     @Test func killsWhileCreatesAreInFlight_leaveOneBillEach() throws {
-        let h = try IhatemoneyHarness(odds: FaultProxy.Odds(dropAfterCommit: 0.1))
+        // Each kill leaves creates in flight at ihatemoney (the proxy forwards
+        // them whatever became of the daemon): after the restart their
+        // lookups wait until those can no longer be committing.
+        let h = try IhatemoneyHarness(odds: FaultProxy.Odds(dropAfterCommit: 0.1), daemonArguments: IhatemoneyHarness.shortRequests)
         try h.daemon.start()
         var ids: [String] = []
         for round in 0..<4 {

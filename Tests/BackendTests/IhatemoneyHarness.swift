@@ -37,6 +37,12 @@ final class IhatemoneyHarness: @unchecked Sendable {
                                environment: environment, spool: spool, directory: directory)
     }
 
+    /// For a test that kills the daemon with creates in flight: at its next
+    /// start they wait for the longest a request may take before their
+    /// markers are looked up (a request the dead daemon sent may still be
+    /// committing), here 12 s rather than the default 70 s.
+    static let shortRequests = ["--connect-timeout", "2s", "--request-timeout", "10s"]
+
     deinit {
         daemon.stop()
         proxy?.stop()

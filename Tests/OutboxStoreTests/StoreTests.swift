@@ -159,6 +159,29 @@ import Testing
         #expect(try await store.view(ref: result.transactionID).state == .queued)
     }
 
+    /// A backend without idempotency keys: a create the last run was
+    /// sending is tried (its marker looked up) only once a request that run
+    /// sent can no longer be committing; its edit, and the creates it was not
+    /// sending, are not held.
+    @Test func reconcile_settlingCreates_holdsOnlyTheCreatesInFlight_untilTheSettleIsOver() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let sent = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 1)
+        let claimed = try await store.claim(limit: 1, now: 2)
+        #expect(claimed.map(\.transactionID) == [sent.transactionID])
+        let waiting = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: nil, now: 3)
+
+        let report = try store.reconcile(settlingCreatesFor: 10_000, now: 1_000)
+        #expect(report.requeued == 1 && report.settling == 1)
+        let job = try #require(try await store.view(ref: sent.transactionID).jobs.first)
+        #expect(job.state == .queued && job.transientAttempts == 1 && job.attempts == 0 && job.nextAttemptMilliseconds == 11_000)
+        #expect(job.lastErrorClass == "transient" && job.lastError?.contains("interrupted while sending") == true)
+        #expect(try await store.claim(limit: 10, now: 10_999).map(\.transactionID) == [waiting.transactionID], "the other create goes at once")
+        #expect(try await store.pendingWork().earliestRetry == 11_000, "the drain wakes for it")
+        let again = try await store.claim(limit: 10, now: 11_000)
+        #expect(again.map(\.transactionID) == [sent.transactionID] && again.first?.sends == 2, "a resend: looked up first")
+    }
+
     @Test func resolve_acceptsIdsClientIDsAndUniquePrefixes() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))
