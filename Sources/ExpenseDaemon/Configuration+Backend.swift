@@ -12,9 +12,9 @@ public enum BackendKind: String, Sendable, Equatable, CaseIterable {
     case fava
 
     /// Whether a create sent before with an unknown outcome is sent again
-    /// only after a lookup of its marker (no idempotency keys): then the
-    /// creates a stopped run was sending wait, at start, until a request it
-    /// sent can no longer be committing (``Store/reconcile(settlingCreatesFor:now:)``).
+    /// only after a lookup of its marker (no idempotency keys): then a
+    /// create whose request was cut off waits until that request can no
+    /// longer be committing (``SyncSettings/settlesInterruptedCreates``).
     var resendsAfterLookup: Bool { self != .expenseServer }
 }
 

@@ -22,6 +22,7 @@ extension Configuration {
         settings.maxAttempts = maxAttempts
         settings.tokenFile = tokenFile
         settings.longestRequestMilliseconds = connectTimeoutMilliseconds + requestTimeoutMilliseconds
+        settings.settlesInterruptedCreates = backend.resendsAfterLookup
         settings.readingWaitMilliseconds = reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil
         return settings
     }

@@ -105,7 +105,8 @@ public enum Daemon {
             let code: ExitStatus = error.code == .io ? .cannotCreate : .dataError
             throw StartupFailure(code: code, message: "Refusing to start: \(error.message)")
         }
-        let settle = configuration.backend.resendsAfterLookup ? configuration.syncSettings.longestRequestMilliseconds : 0
+        let sync = configuration.syncSettings
+        let settle = sync.settlesInterruptedCreates ? sync.longestRequestMilliseconds : 0
         let report = try store.reconcile(settlingCreatesFor: settle)
         if report.requeued > 0 { logger.notice("Requeued \(report.requeued) job(s) interrupted while sending; their resend is a replay") }
         if report.settling > 0 {

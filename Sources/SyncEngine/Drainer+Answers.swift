@@ -68,7 +68,13 @@ extension Drainer {
             // Back to the queue with no attempt counted, saying why (show
             // tells). When nothing left this machine the job counts as never
             // sent: a create takes the edits or the delete made meanwhile.
-            let dropped = try? await store.requeue(job, error: "no answer: \(reason)", errorClass: "transport", wasSent: requestSent)
+            // Cut off by a stop: to a backend that looks the marker up before
+            // sending a create again, the request may still be committing there.
+            let settleUntil = isStopping && requestSent && job.kind == .create && settings.settlesInterruptedCreates
+                ? Clock.wallMilliseconds + settings.longestRequestMilliseconds : nil
+            let dropped = try? await store.requeue(job, error: settleUntil == nil ? "no answer: \(reason)"
+                                                       : "no answer: \(reason); stopped while it was in flight, its marker is looked up once the request can no longer be committing",
+                                                   errorClass: settleUntil == nil ? "transport" : "transient", wasSent: requestSent, settleUntil: settleUntil)
             noteUnreachable("Server unreachable (\(reason)); \(job.kind.rawValue) stays queued, no attempt counted",
                             reason: reason, transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
             if let dropped { noteDropped([dropped]) }

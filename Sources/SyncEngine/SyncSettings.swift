@@ -20,6 +20,11 @@ public struct SyncSettings: Sendable, Equatable {
     /// The longest one request may take, connecting included: a pass that
     /// makes no progress for longer than this (and 10 s) is stuck.
     public var longestRequestMilliseconds: Int64 = 70_000
+    /// The backend sends a create again only after a lookup of its marker
+    /// (no idempotency keys): a create whose request was cut off (a stop
+    /// while it was in flight, a crash) waits `longestRequestMilliseconds`
+    /// before it is tried, since the backend may still be committing it.
+    public var settlesInterruptedCreates = false
 
     public init() {}
 }

@@ -57,6 +57,31 @@ import Testing
         #expect(h.daemon.log.contains("1 create(s) interrupted while sending wait 12s before their markers are looked up"), "\(h.daemon.log)")
     }
 
+    /// A clean stop while a create is in flight: the stop cuts the daemon's
+    /// transfer off, but the request goes on at ihatemoney (here the proxy
+    /// holds it until the next daemon has started). The next start looks
+    /// the marker up only once that request can no longer be committing:
+    /// one bill, adopted as a replay. (Looked up at once, the lookup would
+    /// find nothing and send the create again: two bills.)
+    @Test func aStopWithACreateInFlight_leavesOneBill() throws {
+        let h = try IhatemoneyHarness(odds: FaultProxy.Odds.none, daemonArguments: IhatemoneyHarness.shortRequests)
+        let proxy = try #require(h.proxy)
+        try h.daemon.start()
+        proxy.holdWrites()
+        let id = try h.add(merchant: "Garage", amount: "99.00")
+        try waitUntil(timeout: 60, "the create to be in flight") { proxy.heldWrites == 1 }
+        h.daemon.stop()
+        try h.daemon.start()
+        let job = try #require(try h.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first)
+        #expect(job["last_error"]?.stringValue?.contains("its marker is looked up once") == true, "\(job)")
+        #expect(job["next_attempt_at"] != .null)
+        proxy.releaseWrites()
+        try h.waitUntilDrained()
+        #expect(try h.bills().count == 1)
+        #expect(try h.bills(for: id).count == 1)
+        #expect(h.daemon.log.contains("replayed"), "the resend was a lookup that found the bill")
+    }
+
     /// kill -9 from outside at moments chosen by the proxy's log: whenever
     /// a create has reached ihatemoney, with more in flight.
     @Test func killsWhileCreatesAreInFlight_leaveOneBillEach() throws {

@@ -90,6 +90,10 @@ public final class FaultProxy: @unchecked Sendable {
     /// Requests for which faults may be chosen; the others are always forwarded.
     private let isFaultable: @Sendable (ReceivedRequest) -> Bool
     private let backendTimeout: Double
+    /// Guards `holdingWrites` and `heldWriteCount` (``holdWrites()``).
+    private let writeGate = NSCondition()
+    private var holdingWrites = false
+    private var heldWriteCount = 0
 
     private struct State {
         var random: SeededRandom
@@ -139,6 +143,39 @@ public final class FaultProxy: @unchecked Sendable {
     /// Changes the odds for the requests read from now on (say, to none,
     /// so that a queue can drain to the end).
     public func setOdds(_ odds: Odds) { state.withLock { $0.odds = odds } }
+
+    /// From now on each `POST` is read whole and then held, not forwarded,
+    /// until ``releaseWrites()``: a request in flight for as long as a test
+    /// needs (the client may go away meanwhile; the request still goes on).
+    public func holdWrites() {
+        writeGate.lock()
+        holdingWrites = true
+        writeGate.unlock()
+    }
+
+    /// Forwards the `POST`s held, and those to come.
+    public func releaseWrites() {
+        writeGate.lock()
+        holdingWrites = false
+        writeGate.broadcast()
+        writeGate.unlock()
+    }
+
+    /// How many `POST`s are held now.
+    public var heldWrites: Int {
+        writeGate.lock()
+        defer { writeGate.unlock() }
+        return heldWriteCount
+    }
+
+    private func passWriteGate(_ request: ReceivedRequest) {
+        guard request.method == "POST" else { return }
+        writeGate.lock()
+        heldWriteCount += 1
+        while holdingWrites { writeGate.wait() }
+        heldWriteCount -= 1
+        writeGate.unlock()
+    }
 
     /// Stops listening and closes every client connection.
     public func stop() {
@@ -197,6 +234,7 @@ public final class FaultProxy: @unchecked Sendable {
             }
             onConnection += 1
             state.withLock { $0.readMethods.append(request.method) }
+            passWriteGate(request)
             let action = decide(request)
             var backendStatus: Int?
             var answer: [UInt8]?

@@ -143,8 +143,13 @@ extension Store {
     /// - Returns: the transaction id of an expense dropped meanwhile (see
     ///   ``putBack(_:wasSent:error:)``), or nil.
     @discardableResult
-    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool) async throws -> String? {
-        try await putBack([job], wasSent: wasSent, error: (error, errorClass)).first
+    ///
+    /// With `settleUntil` (a create cut off while in flight, to a backend
+    /// that looks its marker up before sending it again), it is not tried
+    /// before then, counted as a transient attempt so that the drain wakes
+    /// for it (``reconcile(settlingCreatesFor:now:)`` does the same at start).
+    public func requeue(_ job: OutboxJob, error: String, errorClass: String, wasSent: Bool, settleUntil: Int64? = nil) async throws -> String? {
+        try await putBack([job], wasSent: wasSent, error: (error, errorClass), settleUntil: settleUntil).first
     }
 
     /// Returns claimed jobs that were never handed to the network.
@@ -161,16 +166,17 @@ extension Store {
     /// queued delete drops the whole chain (nothing is sent). Durable then,
     /// as the chain's receipt files go after the commit.
     /// - Returns: the transaction ids of the expenses dropped.
-    private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?) async throws -> [String] {
+    private func putBack(_ jobs: [OutboxJob], wasSent: Bool, error: (text: String, errorClass: String)?, settleUntil: Int64? = nil) async throws -> [String] {
         let unsentCreates = wasSent ? [] : jobs.filter { $0.kind == .create }
         let dropped = try await write(durability: unsentCreates.isEmpty ? .deferred : .durable, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched, jobs.map(\.transactionID))
             try db.execute("""
-                UPDATE jobs SET state = 'queued', last_error = coalesce(?, last_error), last_error_class = coalesce(?, last_error_class),
-                    sends = CASE WHEN ? THEN sends ELSE max(sends - 1, 0) END
-                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'sending'
+                UPDATE jobs SET state = 'queued', last_error = coalesce(?1, last_error), last_error_class = coalesce(?2, last_error_class),
+                    sends = CASE WHEN ?3 THEN sends ELSE max(sends - 1, 0) END,
+                    transient_attempts = transient_attempts + (?5 IS NOT NULL), next_attempt_at = max(next_attempt_at, coalesce(?5, 0))
+                WHERE seq IN (SELECT value FROM json_each(?4)) AND state = 'sending'
                 """, [error.map { .text($0.text) } ?? .null, error.map { .text($0.errorClass) } ?? .null,
-                      .bool(wasSent), Store.seqs(jobs)])
+                      .bool(wasSent), Store.seqs(jobs), settleUntil.map { .integer($0) } ?? .null])
             let dropped = try unsentCreates.compactMap { job in
                 try Store.coalesceIntoUnsentCreate(db, transactionID: job.transactionID).map { (job.transactionID, $0) }
             }
