@@ -182,6 +182,7 @@ public enum Daemon {
         }
         roomWaiters.withLock { waiters in
             waiters.append { copier.roomFreed() }
+            if let reader { waiters.append { reader.roomFreed() } }
             if let spool { waiters.append { spool.roomFreed() } }
             if room.headroomBytes > 0 { waiters.append { store.restoreHeadroom() } }
         }

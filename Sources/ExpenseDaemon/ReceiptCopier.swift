@@ -140,9 +140,12 @@ final class ReceiptCopier: Sendable {
                 try await store.copyFailed(pending, reason: failure.reason)
             }
         } catch {
-            logger.error("Failed to record the copy of receipt '\(pending.fileName)': \(error)", transactionID: pending.transactionID,
-                         jobUUID: pending.jobUUID, account: pending.account)
-            return true
+            logger.error("Failed to record the copy of receipt '\(pending.fileName)': \(error); it is made again once there is more room",
+                         transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
+            // Not again at once (the same failure would follow): as a copy without room, once more is free.
+            let free = (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
+            waitingForRoom.withLock { $0 = free }
+            return false
         }
         recorded()
         return true

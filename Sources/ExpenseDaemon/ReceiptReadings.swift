@@ -16,6 +16,8 @@ import Synchronization
 /// drains and the control socket never wait for it.
 final class ReceiptReadings: Sendable {
     private let store: Store
+    /// A reading's result could not be recorded (``roomFreed()``).
+    private let recordFailed = Atomic<Bool>(false)
     private let reader: ReceiptReader
     private let parsing: ReadingSettings
     private let logger: Logger
@@ -50,20 +52,27 @@ final class ReceiptReadings: Sendable {
     func stop() { worker.stop() }
 
     func run() async {
-        await worker.run { [self] pending in
-            await read(pending)
-            return true
-        }
+        await worker.run { [self] pending in await read(pending) }
     }
 
-    private func read(_ pending: PendingReading) async {
+    /// The store may take writes again (room was freed): a reading whose
+    /// result could not be recorded is made again. Cheap otherwise.
+    func roomFreed() {
+        if recordFailed.exchange(false, ordering: .relaxed) { poke() }
+    }
+
+    /// Reads `pending` and records what was found.
+    /// - Returns: false when it could not be recorded (a full disk): the
+    ///   round ends rather than read the same receipt again at once, and
+    ///   ``roomFreed()`` or the next receipt queued tries again.
+    private func read(_ pending: PendingReading) async -> Bool {
         logger.debug("Reading receipt '\(pending.fileName)'", transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
         let path = store.receipts.filePath(pending.fileName)
         let result = await suggestions(account: pending.account, receivedAt: pending.queuedAt) { try FileDescriptor.open(path, [.readOnly, .noFollow]) }
         do {
             switch result {
             case .failure(let failure) where failure == .stopped:
-                return
+                return true
             case .failure(let failure):
                 logger.warning("Receipt '\(pending.fileName)' was not read: \(failure.reason); its expense goes without suggestions",
                                transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
@@ -71,15 +80,17 @@ final class ReceiptReadings: Sendable {
             case .success(let suggestions):
                 FaultPoints.hit("reading-before-apply")
                 guard let outcome = try await store.applyReading(transactionID: pending.transactionID, jobUUID: pending.jobUUID, suggestions,
-                                                                 now: Clock.wallMilliseconds) else { return }
+                                                                 now: Clock.wallMilliseconds) else { return true }
                 log(outcome, suggestions: suggestions)
             }
         } catch {
-            logger.error("Failed to record the reading of receipt '\(pending.fileName)': \(error)", transactionID: pending.transactionID,
-                         jobUUID: pending.jobUUID, account: pending.account)
-            return
+            logger.error("Failed to record the reading of receipt '\(pending.fileName)': \(error); it is read again once there is room",
+                         transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
+            recordFailed.store(true, ordering: .relaxed)
+            return false
         }
         applied()
+        return true
     }
 
     /// Reads the receipt `open` gives and parses its text for `account`'s

@@ -48,6 +48,29 @@ import Testing
         #expect(edited.read == ["merchant": 0.7, "currency": 0.8, "date": 0.88])
     }
 
+    /// A conflict resolved is the person's choice: the fields it sends are
+    /// no longer marked as read, even when the value kept is the one read
+    /// (else a later reading could replace it).
+    @Test func aResolvedConflict_endsTheMarksOfTheFieldsItSends() async throws {
+        let store = try Store(stateDirectory: directory.at("state"), readsReceipts: true)
+        let id = try await add(store)
+        let pending = try #require(try await store.pendingReadings().first)
+        _ = try #require(try await store.applyReading(transactionID: id, jobUUID: pending.jobUUID, Self.read, now: 2_000))
+        // Sent, and the server flags the merchant: it has another one.
+        try await store.read { db in
+            try db.execute("DELETE FROM jobs WHERE transaction_id = ?", [.text(id)])
+            try db.execute("""
+                INSERT INTO expenses (transaction_id, client_id, merchant, amount, currency, date, version, created_at, updated_at,
+                                      conflict, conflicts, stored_at)
+                VALUES (?, ?, 'Bäckerei Sonne', '18.90', 'EUR', '2026-03-12', 2, 'x', 'x', 1, ?, 3000)
+                """, [.text(id), .text(ClientID.make()), .text(#"{"merchant":{"client":"Bäckerei Sonne","server":"Sonne GmbH"}}"#)])
+        }
+        #expect(try await store.view(ref: id).read["merchant"] == 0.7, "marked while it keeps the value read")
+        let resolved = try await store.resolve(ref: id, takeMine: true, now: 4_000)
+        #expect(resolved.read["merchant"] == nil, "\(resolved.read)")
+        #expect(resolved.read["amount"] == 0.91, "the fields it does not send keep their marks")
+    }
+
     @Test func aFieldTyped_isKept_evenWhenTypedAfterTheReadingBegan() async throws {
         let store = try Store(stateDirectory: directory.at("state"), readsReceipts: true)
         let id = try await add(store, ExpenseFields(comment: "lunch"))

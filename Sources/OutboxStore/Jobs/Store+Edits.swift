@@ -123,6 +123,8 @@ extension Store {
                 // A side whose value is null asks for the field to be cleared.
                 if let value = takeMine ? values.client : values.server { fields[name] = value } else { fields.clear(name) }
             }
+            // Chosen by the person now, not a reading's any more (as an edit's fields are).
+            try Store.clearReadMarks(db, transactionID: transactionID, fields: fields.changedNames)
             let jobs = try Store.rawJobs(db, transactionID: transactionID)
             if let last = jobs.last(where: { $0.kind != .receipt }), last.kind == .edit, last.isUntouched {
                 // The user has decided: the waiting edit now applies at the current version.
