@@ -23,9 +23,13 @@ extension Configuration {
         settings.tokenFile = tokenFile
         settings.longestRequestMilliseconds = connectTimeoutMilliseconds + requestTimeoutMilliseconds
         settings.settlesInterruptedCreates = backend.resendsAfterLookup
-        settings.readingWaitMilliseconds = reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil
+        settings.readingWaitMilliseconds = effectiveReadingWait
         return settings
     }
+
+    /// How long a receipt-only create waits for its reading; nil when
+    /// receipts are not read or nothing waits (`reading_wait = 0`).
+    var effectiveReadingWait: Int64? { reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil }
 
     /// expense-server's settings, with this install's device id (the store's).
     func backendSettings(baseURL: String, deviceID: String) -> ExpenseServerBackend.Settings {
@@ -120,7 +124,7 @@ extension Configuration {
     var controlHandlerSettings: ControlHandler.Settings {
         ControlHandler.Settings(receiptMaxBytes: receiptMaxBytes, serverURL: serverURL, stateDirectory: stateDirectory,
                                 spoolDirectory: spoolDirectory,
-                                readingWaitMilliseconds: reading && readingWaitMilliseconds > 0 ? readingWaitMilliseconds : nil)
+                                readingWaitMilliseconds: effectiveReadingWait)
     }
 
     var spoolSettings: SpoolSettings {

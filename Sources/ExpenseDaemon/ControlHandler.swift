@@ -221,7 +221,9 @@ final class ControlHandler: Sendable {
                 let createQueued = view.jobs.contains { $0.kind == .create && $0.state == .queued }
                 return ExpenseDetail.Reading(queuedMilliseconds: reading.queuedMilliseconds,
                                              createWaitsUntilMilliseconds: settings.readingWaitMilliseconds.flatMap { wait in
-                                                 reading.receiptOnly && createQueued ? reading.queuedMilliseconds + wait : nil
+                                                 // Past its end, the create waits no more: nothing to say.
+                                                 let end = reading.queuedMilliseconds + wait
+                                                 return reading.receiptOnly && createQueued && end > Clock.wallMilliseconds ? end : nil
                                              })
             }
             return detail

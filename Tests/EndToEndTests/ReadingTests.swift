@@ -210,24 +210,43 @@ import Testing
         #expect(child.standardError.contains("reading") && child.standardError.contains("must be on or off"), "\(child.standardError)")
     }
 
+    /// A daemon whose reader stops at a fault point before it applies what it
+    /// read, with one clean corpus receipt dropped and its reading held there.
+    struct HeldReading {
+        let directory = TemporaryDirectory(prefix: "reading-held")
+        let sync: SyncHarness
+        let receipt: CorpusReceipt
+        let id: String
+
+        init(readingWait: String) throws {
+            let release = directory.at("release.fifo")
+            guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
+            let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", readingWait],
+                                       environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
+            try sync.daemon.start()
+            let receipt = try #require(try ReadingTests.cleanReceipts().first { $0.file.hasSuffix(".png") })
+            try ReadingTests.drop(sync, try ReadingTests.bytes(receipt.path), as: receipt.file)
+            try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
+            id = try #require(try ReadingTests.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
+            (self.sync, self.receipt) = (sync, receipt)
+        }
+
+        /// Lets the reader go on.
+        func release() {
+            let fifo = open(directory.at("release.fifo"), O_WRONLY | O_CLOEXEC)
+            #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
+            close(fifo)
+        }
+    }
+
     @Test func aReadingLongerThanTheWait_letsTheCreateGo_andArrivesAsAnEdit() throws {
-        let directory = TemporaryDirectory(prefix: "reading-wait")
-        let release = directory.at("release.fifo")
-        guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
-        let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", "1s"],
-                                   environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
-        try sync.daemon.start()
+        let held = try HeldReading(readingWait: "1s")
+        let (sync, receipt, id) = (held.sync, held.receipt, held.id)
         defer { sync.daemon.stop() }
-        let receipt = try #require(try Self.cleanReceipts().first { $0.file.hasSuffix(".png") })
-        try Self.drop(sync, try Self.bytes(receipt.path), as: receipt.file)
-        try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
-        let id = try #require(try Self.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
         // The wait is over while the reading is held: the create goes as it is.
         let sent = try Self.serverExpense(sync, id, "the create sent after the wait")
         #expect(sent["amount"] == .null && sent["merchant"] == .null)
-        let fifo = open(release, O_WRONLY | O_CLOEXEC)
-        #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
-        close(fifo)
+        held.release()
         let server = try Self.serverExpense(sync, id, "the reading's edit") { $0["amount"] != .null }
         for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
         try sync.waitUntilDrained(timeout: 60)
@@ -236,17 +255,9 @@ import Testing
     }
 
     @Test func whileAReadingIsToDo_statusCountsIt_andShowSaysUntilWhenTheCreateWaits() throws {
-        let directory = TemporaryDirectory(prefix: "reading-shown")
-        let release = directory.at("release.fifo")
-        guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
-        let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", "30m"],
-                                   environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
-        try sync.daemon.start()
+        let held = try HeldReading(readingWait: "30m")
+        let (sync, receipt, id) = (held.sync, held.receipt, held.id)
         defer { sync.daemon.stop() }
-        let receipt = try #require(try Self.cleanReceipts().first { $0.file.hasSuffix(".png") })
-        try Self.drop(sync, try Self.bytes(receipt.path), as: receipt.file)
-        try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
-        let id = try #require(try Self.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
 
         let shown = try sync.daemon.ctlJSON(["show", id])
         let queued = try #require(shown["reading"]?["queued_at"]?.stringValue.flatMap(Timestamp.parse), "\(shown)")
@@ -259,9 +270,7 @@ import Testing
         #expect(status.stdout.contains("1 receipt being read"), "\(status.stdout)")
         #expect(try sync.serverExpenses().isEmpty, "the create waits for its reading")
 
-        let fifo = open(release, O_WRONLY | O_CLOEXEC)
-        #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
-        close(fifo)
+        held.release()
         let server = try Self.serverExpense(sync, id, "the create with the fields read") { $0["amount"] != .null }
         for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
         #expect(try sync.daemon.ctlJSON(["show", id])["reading"] == nil, "read: no reading to do")
