@@ -109,13 +109,7 @@ import Testing
             let store = try Store(stateDirectory: state)
             first = try await add(store, bytes, now: 1)
             try await store.write { db, _ in
-                try db.execute("DROP TABLE received_receipts")
-                try db.execute("ALTER TABLE receipt_originals DROP COLUMN removed_at")
-                // And the migrations after it, made again on the way up.
-                try db.execute("DROP TRIGGER receipt_readings_job_gone")
-                try db.execute("DROP TABLE receipt_readings")
-                try db.execute("DROP TABLE read_marks")
-                try db.execute("DELETE FROM schema_migrations WHERE version >= 9")
+                try SchemaRollback.back(db, to: 8)
                 return ((), [])
             }
         }

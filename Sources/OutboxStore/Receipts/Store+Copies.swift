@@ -21,15 +21,19 @@ public enum MadeCopy: Sendable, Equatable {
 }
 
 extension Store {
+    /// The uploads waiting for their copy, through the index of queued
+    /// uploads (migration 12): asked after every add, it reads no other job.
+    static let pendingCopiesQuery = """
+        SELECT uuid, transaction_id, account, receipt_file, receipt_type, receipt_size FROM jobs
+        WHERE kind = 'receipt' AND state = 'queued' AND receipt_file IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
+        ORDER BY seq LIMIT ?
+        """
+
     /// Uploads queued whose copy is not made yet, oldest first.
     public func pendingCopies(limit: Int = 16) async throws -> [PendingCopy] {
         try await database.read { db in
-            try db.query("""
-                SELECT uuid, transaction_id, account, receipt_file, receipt_type, receipt_size FROM jobs
-                WHERE kind = 'receipt' AND state = 'queued' AND receipt_file IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
-                ORDER BY seq LIMIT ?
-                """, [.integer(Int64(limit))]) {
+            try db.query(Store.pendingCopiesQuery, [.integer(Int64(limit))]) {
                 PendingCopy(jobUUID: $0.string(0), transactionID: $0.string(1), account: $0.string(2), fileName: $0.string(3),
                             kind: ReceiptKind(rawValue: $0.string(4)) ?? .jpeg, size: $0.optionalInt64(5) ?? 0)
             }
