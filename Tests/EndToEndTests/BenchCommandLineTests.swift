@@ -34,6 +34,7 @@ import Testing
         ("bench-sync", ["--count", "-5"], "--count must be a whole number from 1 to 2147483647"),
         ("bench-backends", ["--only", "beancount"], "--only must be ihatemoney or fava"),
         ("bench-daemon", ["--bin"], "--bin needs a value"),
+        ("bench-daemon", ["--baseline-bin", "/nonexistent"], "--baseline-bin: no executable expensed in '/nonexistent'"),
     ])
     func badValue_isRefusedNamingTheFlag(_ benchmark: String, _ arguments: [String], _ why: String) throws {
         let result = try runCommand(BuiltProducts.path(benchmark), arguments, timeout: 30)

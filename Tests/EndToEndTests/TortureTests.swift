@@ -18,9 +18,10 @@ import Testing
 ///
 /// Each run prints its seed; `EXPENSED_TORTURE_SEED` runs that seed again
 /// (the same decisions; the machine's timing still varies).
-/// `EXPENSED_TORTURE_KILLS` sets the number of kills (default 110, within
-/// `EXPENSED_TORTURE_SECONDS` of killing, default 95 unless the kills are
-/// set): `EXPENSED_TORTURE_KILLS=500` runs it large.
+/// `EXPENSED_TORTURE_KILLS` sets the number of kills (default 50, or 110
+/// at `EXPENSED_TEST_SCALE=large`, within `EXPENSED_TORTURE_SECONDS` of
+/// killing, default 45, or 95 at the large scale, unless the kills are
+/// set): `EXPENSED_TORTURE_KILLS=500` runs it larger still.
 /// Serialized: the heaviest test of all (three writers, a dropper, a faulty server, a kill every second); beside itself it would halve its own kills.
 @Suite(.serialized) struct TortureTests {
     static let settleMilliseconds = 600.0
@@ -52,9 +53,9 @@ import Testing
     @Test func killedAtRandomWhileEverythingHappens_losesNothingAndDoublesNothing() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["EXPENSED_TORTURE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(Int64.max))
-        let kills = environment["EXPENSED_TORTURE_KILLS"].flatMap { Int($0) } ?? 110
+        let kills = TestScale.count(quick: 50, large: 110, variable: "EXPENSED_TORTURE_KILLS")
         let seconds = environment["EXPENSED_TORTURE_SECONDS"].flatMap { Double($0) }
-            ?? (environment["EXPENSED_TORTURE_KILLS"] == nil ? 95 : .infinity)
+            ?? (environment["EXPENSED_TORTURE_KILLS"] == nil ? (TestScale.isLarge ? 95 : 45) : .infinity)
         print("TortureTests: seed \(seed) (EXPENSED_TORTURE_SEED=\(seed) runs it again), up to \(kills) kills in \(seconds) s")
         let began = Date()
         var figures = Figures(seed: seed)

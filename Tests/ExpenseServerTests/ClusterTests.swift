@@ -11,7 +11,7 @@ import Testing
 /// contract.md holds across processes, decided by the database alone.
 /// Serialized: its tests share one PostgreSQL cluster, three servers and HAProxy, and one of them restarts that PostgreSQL.
 @Suite(.serialized) struct ClusterTests {
-    static let keys = Int(ProcessInfo.processInfo.environment["EXPENSE_TEST_CLUSTER_KEYS"] ?? "") ?? 200
+    static let keys = TestScale.count(quick: 80, large: 200, variable: "EXPENSE_TEST_CLUSTER_KEYS")
     static let json = ("Content-Type", "application/json")
 
     /// Sends `request` `count` times at once, each on its own new

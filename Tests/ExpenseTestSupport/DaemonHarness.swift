@@ -14,6 +14,9 @@ public final class DaemonHarness: @unchecked Sendable {
     /// A program the daemon runs under (`strace …`): the command line is
     /// `launcher + [expensed] + arguments`, and ``process`` is the launcher.
     public var launcher: [String] = []
+    /// The `expensed` to run; nil: the one built beside the tests
+    /// (`EXPENSED_BIN_DIR`). A benchmark sets another build's here.
+    public var executable: String?
     /// The standard error of every daemon started so far, in order.
     public private(set) var logPaths: [String] = []
 
@@ -51,7 +54,7 @@ public final class DaemonHarness: @unchecked Sendable {
     /// Starts the daemon without waiting for it: for a kill during start-up.
     @discardableResult
     public func launch() throws -> ChildProcess {
-        let expensed = BuiltProducts.path("expensed")
+        let expensed = executable ?? BuiltProducts.path("expensed")
         let command = launcher.isEmpty ? [expensed] + arguments : launcher + [expensed] + arguments
         let child = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment,
                                      outputDirectory: directory.path, name: "expensed")
