@@ -7,6 +7,7 @@ import SQLite
 /// the order they undo; a new migration adds its own here.
 enum SchemaRollback {
     static let undo: [Int: [String]] = [
+        13: ["DROP TRIGGER listing_new_expense", "DROP TRIGGER listing_job_insert", ListingSchema.jobInsertTrigger],
         12: ["DROP INDEX jobs_uploads_queued"],
         11: ["DROP TRIGGER receipt_readings_job_gone", "DROP TABLE receipt_readings", "DROP TABLE read_marks"],
         10: ["DROP TRIGGER jobs_receipt_bytes_insert", "DROP TRIGGER jobs_receipt_bytes_delete",

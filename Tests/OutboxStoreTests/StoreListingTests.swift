@@ -278,6 +278,45 @@ import Testing
         #expect(try await store.list(ListQuery(merchant: "Edited By Root"), in: .account("alice")).views.isEmpty)
     }
 
+    /// A new expense's row is written from its create alone (schema 13);
+    /// the refresh, which folds every job and the cache, must write the same
+    /// row for it, whatever the payload holds: every field, some, none, a
+    /// cleared one, a number where text belongs, a negative or whole
+    /// amount, an object that is not the fields, and a payload that is not JSON.
+    @Test func aNewExpensesRow_isTheRowTheRefreshFolds_forEveryPayload() async throws {
+        let store = try Store(stateDirectory: TemporaryDirectory().at("state"))
+        let payloads = [
+            #"{"fields":{"merchant":"Blue Bottle","amount":"12.50","currency":"EUR","date":"2026-11-29","category":"Meals"}}"#,
+            #"{"fields":{"merchant":"Only A Merchant"}}"#,
+            #"{"fields":{}}"#,
+            #"{"fields":{"merchant":null,"amount":"-3.075","currency":"BHD"}}"#,
+            #"{"fields":{"amount":12.5,"merchant":"Number Amount"}}"#,
+            #"{"fields":{"amount":"40","currency":"JPY","comment":"whole"}}"#,
+            #"{"fields":"not an object"}"#,
+            #"{}"#,
+            "not json at all",
+        ]
+        let rows = try await store.write { db, _ in
+            var written: [[String]] = []
+            for (n, payload) in payloads.enumerated() {
+                try db.execute("""
+                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
+                    VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?, 'alice')
+                    """, [.text(ClientID.make()), .text("cp-listing\(n)"), .text(payload), .integer(Int64(1000 + n))])
+            }
+            let read = { try db.query("SELECT * FROM listing ORDER BY transaction_id") { row in (0..<14).map { row.optionalString($0) ?? "NULL" } } }
+            written.append(contentsOf: try read())
+            // The refresh, made to run for each: an update of the payload fires it.
+            try db.execute("UPDATE jobs SET payload = payload")
+            written.append(contentsOf: try read())
+            return (written, [])
+        }
+        #expect(rows.count == 2 * payloads.count)
+        let (fast, folded) = (Array(rows.prefix(payloads.count)), Array(rows.suffix(payloads.count)))
+        for (n, row) in fast.enumerated() { #expect(row == folded[n], "payload \(payloads[n])") }
+        #expect(fast[0][4...8] == ["Blue Bottle", "12.50", "EUR", "2026-11-29", "Meals"], "\(fast[0])")
+    }
+
     @Test func aPage_saysWhetherMoreFollow() async throws {
         let dir = TemporaryDirectory()
         let store = try Store(stateDirectory: dir.at("state"))

@@ -55,7 +55,7 @@ enum ListingSchema {
         CREATE INDEX listing_pending ON listing (state, conflict, added_at, date, amount_value, amount, merchant, category, account)
             WHERE state != 'synced';
 
-        CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
+        \(jobInsertTrigger)
         CREATE TRIGGER listing_job_update AFTER UPDATE OF state, payload ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
         CREATE TRIGGER listing_job_delete AFTER DELETE ON jobs BEGIN \(refresh("OLD.transaction_id")) END;
         CREATE TRIGGER listing_expense_insert AFTER INSERT ON expenses BEGIN \(refresh("NEW.transaction_id")) END;
@@ -64,6 +64,53 @@ enum ListingSchema {
 
         -- A database of an earlier version: every expense it holds.
         \(insert(from: "SELECT transaction_id AS t FROM expenses UNION SELECT transaction_id FROM jobs"));
+        """
+
+    /// The trigger of version 4 that refreshes an expense's row when one of
+    /// its jobs is added (version 13 gives it the condition `NOT` ``newExpense``).
+    static let jobInsertTrigger = "CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs BEGIN \(refresh("NEW.transaction_id")) END;"
+
+    /// A job that is the first of an expense the device never had: a create
+    /// with no other job and no cache row. Its row is its payload's fields
+    /// alone, which is what the refresh would fold from it.
+    static let newExpense = """
+        NEW.kind = 'create' AND NOT EXISTS (SELECT 1 FROM expenses WHERE transaction_id = NEW.transaction_id)
+            AND NOT EXISTS (SELECT 1 FROM jobs WHERE transaction_id = NEW.transaction_id AND seq != NEW.seq)
+        """
+
+    /// Schema version 13: the row of a new expense (every add) is written
+    /// from its create alone, reading the payload once, instead of being
+    /// folded from every job and the cache by the refresh (its eleven
+    /// subqueries and twenty readings of the payload's JSON): an add's
+    /// statement took 71 µs with the refresh, 49 µs with this, 19 µs with no
+    /// listing (4,000 adds in one transaction). Every other job still refreshes.
+    static let newExpenseMigration = """
+        DROP TRIGGER listing_job_insert;
+        CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs WHEN NOT (\(newExpense))
+        BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_new_expense AFTER INSERT ON jobs WHEN \(newExpense)
+        BEGIN
+            INSERT OR REPLACE INTO listing (transaction_id, account, state, conflict, merchant, amount, currency, date, category,
+                                            amount_value, amount_units, amount_fraction, amount_digits, added_at)
+            SELECT NEW.transaction_id, NEW.account,
+                   CASE NEW.state WHEN 'needs_attention' THEN 'needs_attention' WHEN 'sending' THEN 'sending' ELSE 'queued' END, 0,
+                   f.merchant, f.amount, f.currency, f.date, f.category, CAST(f.amount AS REAL),
+                   CASE WHEN f.amount IS NOT NULL THEN CAST(f.amount AS INTEGER) END,
+                   CASE WHEN f.amount IS NULL THEN NULL WHEN instr(f.amount, '.') > 0
+                        THEN CAST(substr(f.amount, instr(f.amount, '.') + 1) AS INTEGER) * (CASE WHEN f.amount LIKE '-%' THEN -1 ELSE 1 END)
+                        ELSE 0 END,
+                   CASE WHEN f.amount IS NULL THEN NULL WHEN instr(f.amount, '.') > 0 THEN length(f.amount) - instr(f.amount, '.') ELSE 0 END,
+                   NEW.created_at
+            -- One reading of the payload: a field shows when it is text (as
+            -- the refresh reads it); a payload that is not JSON sets nothing.
+            FROM (SELECT max(CASE WHEN key = 'merchant' AND type = 'text' THEN value END) AS merchant,
+                         max(CASE WHEN key = 'amount' AND type = 'text' THEN value END) AS amount,
+                         max(CASE WHEN key = 'currency' AND type = 'text' THEN value END) AS currency,
+                         max(CASE WHEN key = 'date' AND type = 'text' THEN value END) AS date,
+                         max(CASE WHEN key = 'category' AND type = 'text' THEN value END) AS category
+                  FROM json_each(CASE WHEN json_valid(NEW.payload) AND json_type(NEW.payload, '$.fields') = 'object'
+                                      THEN NEW.payload ELSE '{"fields":{}}' END, '$.fields')) f;
+        END;
         """
 
     /// An expense missing what an expense needs; the same text in the

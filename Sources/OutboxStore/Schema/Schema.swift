@@ -345,5 +345,6 @@ enum Schema {
             -- add without a receipt writes nothing more to it.
             CREATE INDEX jobs_uploads_queued ON jobs (seq) WHERE kind = 'receipt' AND state = 'queued';
             """),
+        Migration(version: 13, sql: ListingSchema.newExpenseMigration),
     ]
 }
