@@ -64,8 +64,9 @@ import Testing
         #expect(try sync.daemon.list().allSatisfy { $0["state"] == "synced" })
     }
 
-    /// 300 expenses with receipts (about 60 requests or answers lost and 15
-    /// refused with 503 by the seeded faults), 1,000 at `EXPENSED_TEST_SCALE=large`.
+    /// 300 expenses with receipts through a server that loses a tenth of the
+    /// requests and a tenth of the answers and refuses one in twenty with a
+    /// 5xx; 1,000 at `EXPENSED_TEST_SCALE=large`.
     @Test func chaos_expensesWithReceipts_arriveExactlyOnceAndIntact() throws {
         let sync = try SyncHarness(daemonArguments: ["--request-timeout", "3s"],
                                    serverArguments: ["--fault-drop-request", "0.1", "--fault-drop-response", "0.1",

@@ -8,7 +8,8 @@ import SQLite
 enum SchemaRollback {
     static let undo: [Int: [String]] = [
         13: ["DROP TRIGGER listing_new_expense", "DROP TRIGGER listing_job_insert", ListingSchema.jobInsertTrigger],
-        12: ["DROP INDEX jobs_uploads_queued"],
+        12: ["DROP TRIGGER copies_to_make_queued", "DROP TRIGGER copies_to_make_made", "DROP TRIGGER copies_to_make_job_gone",
+             "DROP TABLE copies_to_make"],
         11: ["DROP TRIGGER receipt_readings_job_gone", "DROP TABLE receipt_readings", "DROP TABLE read_marks"],
         10: ["DROP TRIGGER jobs_receipt_bytes_insert", "DROP TRIGGER jobs_receipt_bytes_delete",
              "DROP TRIGGER copies_receipt_bytes_insert", "DROP TRIGGER copies_receipt_bytes_delete",

@@ -278,12 +278,15 @@ import Testing
         #expect(try await store.list(ListQuery(merchant: "Edited By Root"), in: .account("alice")).views.isEmpty)
     }
 
-    /// A new expense's row is written from its create alone (schema 13);
-    /// the refresh, which folds every job and the cache, must write the same
-    /// row for it, whatever the payload holds: every field, some, none, a
+    /// A new expense's row is written from its create alone (schema 13),
+    /// and an upload queued beside it leaves the row as it is; the refresh,
+    /// which folds every job and the cache, must write the same row, whatever
+    /// the payload holds as the store writes it: every field, some, none, a
     /// cleared one, a number where text belongs, a negative or whole
-    /// amount, an object that is not the fields, and a payload that is not JSON.
-    @Test func aNewExpensesRow_isTheRowTheRefreshFolds_forEveryPayload() async throws {
+    /// amount, an object that is not the fields, and a payload that is not
+    /// JSON. The refresh's trigger on an insert is dropped first, so that
+    /// only the new expense's trigger can have written the rows compared.
+    @Test func aNewExpensesRow_isTheRowTheRefreshFolds_forEveryPayloadTheStoreWrites() async throws {
         let store = try Store(stateDirectory: TemporaryDirectory().at("state"))
         let payloads = [
             #"{"fields":{"merchant":"Blue Bottle","amount":"12.50","currency":"EUR","date":"2026-11-29","category":"Meals"}}"#,
@@ -298,11 +301,19 @@ import Testing
         ]
         let rows = try await store.write { db, _ in
             var written: [[String]] = []
+            try db.execute("DROP TRIGGER listing_job_insert")
             for (n, payload) in payloads.enumerated() {
                 try db.execute("""
                     INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
                     VALUES (\(Store.nextSeq), ?, 'create', ?, ?, ?, 'alice')
                     """, [.text(ClientID.make()), .text("cp-listing\(n)"), .text(payload), .integer(Int64(1000 + n))])
+            }
+            // An upload queued beside three of them, as an add with a receipt makes it.
+            for n in 0..<3 {
+                try db.execute("""
+                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, receipt_file, receipt_type, receipt_size, account)
+                    VALUES (\(Store.nextSeq), ?, 'receipt', ?, '{}', ?, 'r.jpg', 'jpeg', 10, 'alice')
+                    """, [.text(ClientID.make()), .text("cp-listing\(n)"), .integer(Int64(2000 + n))])
             }
             let read = { try db.query("SELECT * FROM listing ORDER BY transaction_id") { row in (0..<14).map { row.optionalString($0) ?? "NULL" } } }
             written.append(contentsOf: try read())

@@ -21,13 +21,16 @@ public enum MadeCopy: Sendable, Equatable {
 }
 
 extension Store {
-    /// The uploads waiting for their copy, through the index of queued
-    /// uploads (migration 12): asked after every add, it reads no other job.
+    /// The uploads waiting for their copy, from the list of copies to make
+    /// (schema 12): asked after every add, it reads no job but theirs
+    /// (`CROSS JOIN` keeps SQLite to that order: left to itself it walks
+    /// every job in `seq` order to spare a sort of the few).
     static let pendingCopiesQuery = """
-        SELECT uuid, transaction_id, account, receipt_file, receipt_type, receipt_size FROM jobs
-        WHERE kind = 'receipt' AND state = 'queued' AND receipt_file IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid)
-        ORDER BY seq LIMIT ?
+        SELECT j.uuid, j.transaction_id, j.account, j.receipt_file, j.receipt_type, j.receipt_size
+        FROM copies_to_make c CROSS JOIN jobs j ON j.transaction_id = c.transaction_id AND j.uuid = c.job_uuid AND j.kind = 'receipt'
+        WHERE j.state = 'queued' AND j.receipt_file IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = j.uuid)
+        ORDER BY j.seq LIMIT ?
         """
 
     /// Uploads queued whose copy is not made yet, oldest first.

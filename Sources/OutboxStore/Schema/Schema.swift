@@ -337,13 +337,31 @@ enum Schema {
             ) WITHOUT ROWID;
             """),
         Migration(version: 12, sql: """
-            -- The uploads that may wait for their legible copy, in order:
-            -- the copier looks for them after every add, edit and spool
-            -- take, and without this index that look read every job in
-            -- the outbox (an add with 20,000 jobs queued took 4 times as
-            -- long as one with none). Only queued uploads are in it, so an
-            -- add without a receipt writes nothing more to it.
-            CREATE INDEX jobs_uploads_queued ON jobs (seq) WHERE kind = 'receipt' AND state = 'queued';
+            -- The uploads whose legible copy is still to be made: the copier
+            -- looks for them after every add, edit and spool take, and
+            -- without this list that look read every job in the outbox (an
+            -- add with 20,000 jobs queued took 4 times as long as one with
+            -- none), or every upload still queued once copied. Kept by
+            -- triggers, whichever code path makes the change: an upload
+            -- joins it when queued, leaves it when its copy is recorded or
+            -- the job goes. One that needs attention stays (a retry copies
+            -- it again).
+            CREATE TABLE copies_to_make (
+                job_uuid TEXT PRIMARY KEY NOT NULL,
+                transaction_id TEXT NOT NULL
+            ) WITHOUT ROWID;
+            INSERT INTO copies_to_make (job_uuid, transaction_id)
+                SELECT uuid, transaction_id FROM jobs WHERE kind = 'receipt' AND receipt_file IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM receipt_copies WHERE job_uuid = jobs.uuid);
+            CREATE TRIGGER copies_to_make_queued AFTER INSERT ON jobs WHEN NEW.kind = 'receipt' AND NEW.receipt_file IS NOT NULL BEGIN
+                INSERT OR IGNORE INTO copies_to_make (job_uuid, transaction_id) VALUES (NEW.uuid, NEW.transaction_id);
+            END;
+            CREATE TRIGGER copies_to_make_made AFTER INSERT ON receipt_copies BEGIN
+                DELETE FROM copies_to_make WHERE job_uuid = NEW.job_uuid;
+            END;
+            CREATE TRIGGER copies_to_make_job_gone AFTER DELETE ON jobs WHEN OLD.kind = 'receipt' BEGIN
+                DELETE FROM copies_to_make WHERE job_uuid = OLD.uuid;
+            END;
             """),
         Migration(version: 13, sql: ListingSchema.newExpenseMigration),
     ]
