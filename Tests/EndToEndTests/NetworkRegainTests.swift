@@ -13,7 +13,8 @@ import Testing
     @Test func aLinkComingBackUp_sendsTheQueue_withoutWaitingForTheTimer() throws {
         let namespace = try NetworkNamespace()
         try namespace.ip(["link", "set", "lo", "up"])
-        let sync = try SyncHarness(daemonArguments: ["--drain-interval", "1d", "--refresh-interval", "7d"], startServer: false)
+        // A request on the connection kept alive over the downed link ends at its timeout.
+        let sync = try SyncHarness(daemonArguments: ["--drain-interval", "1d", "--refresh-interval", "7d", "--request-timeout", "3s"], startServer: false)
         sync.serverLauncher = namespace.launcher
         sync.daemon.launcher = namespace.launcher
         try sync.startServer()
@@ -43,12 +44,14 @@ import Testing
     /// sends it.
     @Test func theServerBeyondAVethPair_isReachedAgain_whenTheLinkComesBack_notAtTheTimer() throws {
         let pair = try VethPair()
-        let daemon = try pair.start(daemonArguments: ["--backoff-base", "1h", "--backoff-cap", "1d"])
+        // A request over the dead link ends at its timeout (5 s here; else
+        // the low-speed limit's 30 s on a connection kept alive).
+        let daemon = try pair.start(daemonArguments: ["--backoff-base", "1h", "--backoff-cap", "1d", "--request-timeout", "5s"])
         defer { daemon.stop() }
 
         try pair.daemonSide.ip(["link", "set", VethPair.daemonLink, "down"])
         let id = try #require(try daemon.ctlJSON(["add", "--merchant", "Ferry", "--amount", "7.20", "--currency", "EUR"])["transaction_id"]?.stringValue)
-        try waitUntil(timeout: 120, "the create to fail for the transport (a connection kept alive over the dead link ends at the low-speed limit)") {
+        try waitUntil(timeout: 120, "the create to fail for the transport (the request over the dead link ends at its timeout)") {
             try daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.contains { $0["last_error_class"] == "transport" } == true
         }
         #expect(try daemon.request(["op": "status"])["result"]?["server"] == "unreachable")
