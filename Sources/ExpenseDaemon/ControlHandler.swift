@@ -53,9 +53,11 @@ final class ControlHandler: Sendable {
         self.drainer = drainer
     }
 
-    /// Work was queued or released: the receipt copier and the drainer should look now.
-    private func wakeDrainer() {
-        queued()
+    /// Work was queued or released: the drainer should look now, and the
+    /// receipt copier and reader too when an upload may have been queued
+    /// (after every add, their look was a hop to the store's queue).
+    private func wakeDrainer(uploadQueued: Bool) {
+        if uploadQueued { queued() }
         drainer?.trigger()
     }
     /// Work was queued (a receipt may wait for its copy).
@@ -231,7 +233,7 @@ final class ControlHandler: Sendable {
             let view = try await store.retry(ref: ref, in: scope)
             logger.notice("Retry requested", transactionID: view.transactionID)
             publisher.markChanged()
-            wakeDrainer()
+            wakeDrainer(uploadQueued: true)
             return detail(view)
         case .discard(let ref):
             let (transactionID, removed) = try await store.discard(ref: ref, in: scope)
@@ -262,14 +264,14 @@ final class ControlHandler: Sendable {
                 logger.info("Edited \(fields.setNames.joined(separator: ", "))", transactionID: view.transactionID)
             }
             publisher.markChanged()
-            wakeDrainer()
+            wakeDrainer(uploadQueued: incoming.receipt != nil)
             return detail(view)
         case .delete(let ref):
             let result = try await store.delete(ref: ref, now: Clock.wallMilliseconds, in: scope)
             logger.info(result.droppedLocally ? "Deleted before it reached the server; nothing will be sent" : "Delete queued",
                         transactionID: result.transactionID)
             publisher.markChanged()
-            wakeDrainer()
+            wakeDrainer(uploadQueued: false)
             if result.droppedLocally { roomFreed() }
             return DeleteResult(transactionID: result.transactionID, sentNothing: result.droppedLocally)
         case .receipt:
@@ -280,7 +282,7 @@ final class ControlHandler: Sendable {
             let view = try await store.resolve(ref: ref, takeMine: takeMine, now: Clock.wallMilliseconds, in: scope)
             logger.info("Conflict resolved in favour of \(takeMine ? "this device's values" : "the server's values")", transactionID: view.transactionID)
             publisher.markChanged()
-            wakeDrainer()
+            wakeDrainer(uploadQueued: false)
             return detail(view)
         }
     }
@@ -315,7 +317,7 @@ final class ControlHandler: Sendable {
                 logger.warning("Expense is held: \(held)", transactionID: result.transactionID, account: account)
             }
             publisher.markChanged()
-            wakeDrainer()
+            wakeDrainer(uploadQueued: result.hasReceipt)
         }
         return AddResult(transactionID: result.transactionID, clientID: result.clientID, state: result.state,
                          receipt: result.hasReceipt ? .pending : .none, duplicate: !result.isNew)
