@@ -296,6 +296,23 @@ func startBuild(_ directory: String) throws -> DaemonHarness {
 
 func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f", a / b) }
 
+/// `count` samples of the baseline, then an add to each build, the two
+/// builds taking turns at going first; the medians of the three.
+func medians(_ count: Int, new: RawClient, old: RawClient, baseline: (Int) throws -> Void, add: (RawClient) throws -> Void) throws -> (base: Double, new: Double, old: Double) {
+    var bases: [Double] = [], news: [Double] = [], olds: [Double] = []
+    for sample in 0..<count {
+        var start = BenchRun.now()
+        try baseline(sample)
+        bases.append(BenchRun.now() - start)
+        for isNew in sample % 2 == 0 ? [true, false] : [false, true] {
+            start = BenchRun.now()
+            try add(isNew ? new : old)
+            if isNew { news.append(BenchRun.now() - start) } else { olds.append(BenchRun.now() - start) }
+        }
+    }
+    return (BenchRun.percentile(bases, 0.5), BenchRun.percentile(news, 0.5), BenchRun.percentile(olds, 0.5))
+}
+
 
 if let baselineBin {
     print("against the build in \(baselineBin) (\"old\"), alternating with \(bin) (\"new\"):")
@@ -304,22 +321,11 @@ if let baselineBin {
         let db = try Connection(path: scratch + "/baseline-builds.db")
         try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, uuid TEXT, payload TEXT)")
         let new = try startBuild(bin), old = try startBuild(baselineBin)
-        let toNew = try RawClient(path: new.socketPath), toOld = try RawClient(path: old.socketPath)
-        var commits: [Double] = [], news: [Double] = [], olds: [Double] = []
-        for sample in 0..<samples {
-            var start = BenchRun.now()
+        let (commit, n, o) = try medians(samples, new: try RawClient(path: new.socketPath), old: try RawClient(path: old.socketPath), baseline: { _ in
             try db.transaction { try db.execute("INSERT INTO t (uuid, payload) VALUES (?, ?)", [.text(UUID().uuidString), .text(#"{"merchant":"Blue Bottle","amount":"12.50"}"#)]) }
-            commits.append(BenchRun.now() - start)
-            // Each build goes first every other sample.
-            for build in sample % 2 == 0 ? [0, 1] : [1, 0] {
-                start = BenchRun.now()
-                _ = try add(build == 0 ? toNew : toOld)
-                if build == 0 { news.append(BenchRun.now() - start) } else { olds.append(BenchRun.now() - start) }
-            }
-        }
+        }, add: { _ = try add($0) })
         new.stop()
         old.stop()
-        let commit = BenchRun.percentile(commits, 0.5), n = BenchRun.percentile(news, 0.5), o = BenchRun.percentile(olds, 0.5)
         print("  add p50 ÷ one fsync'd commit: new \(ratio(n, commit)), old \(ratio(o, commit)) (goal <= 1.5); new ÷ old \(ratio(n, o)) (\(ms(n)), \(ms(o)), commit \(ms(commit)))")
     }
     // Adds with a 200 KiB receipt, each beside its write, fsyncs, rename and commit.
@@ -328,27 +334,20 @@ if let baselineBin {
         let path = scratch + "/receipt-builds.jpg"
         _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
         let new = try startBuild(bin), old = try startBuild(baselineBin)
-        let toNew = try RawClient(path: new.socketPath), toOld = try RawClient(path: old.socketPath)
-        var bases: [Double] = [], news: [Double] = [], olds: [Double] = []
         let files = scratch + "/receipt-builds"
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
         let db = try Connection(path: scratch + "/baseline-builds-r.db")
         try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, file TEXT)")
-        for i in 0..<(samples / 3) {
-            var start = BenchRun.now()
+        let (base, n, o) = try medians(samples / 3, new: try RawClient(path: new.socketPath), old: try RawClient(path: old.socketPath), baseline: { i in
             try FileSystem.writeDurably(receipt, to: "\(i).jpg", in: files)
             try db.transaction { try db.execute("INSERT INTO t (file) VALUES (?)", [.text("\(i).jpg")]) }
-            bases.append(BenchRun.now() - start)
-            for (connection, into) in i % 2 == 0 ? [(toNew, 0), (toOld, 1)] : [(toOld, 1), (toNew, 0)] {
-                let file = try FileDescriptor.open(path, .readOnly)
-                start = BenchRun.now()
-                _ = try add(connection, receipt: file)
-                if into == 0 { news.append(BenchRun.now() - start) } else { olds.append(BenchRun.now() - start) }
-            }
-        }
+        }, add: { connection in
+            // Opened for each add, inside its time: a few µs of its 2 ms.
+            let file = try FileDescriptor.open(path, .readOnly)
+            _ = try add(connection, receipt: file)
+        })
         new.stop()
         old.stop()
-        let base = BenchRun.percentile(bases, 0.5), n = BenchRun.percentile(news, 0.5), o = BenchRun.percentile(olds, 0.5)
         print("  add with a 200 KiB receipt p50 ÷ its write, fsyncs, rename, commit: new \(ratio(n, base)), old \(ratio(o, base)) (goal <= 1.3); new ÷ old \(ratio(n, o)) (\(ms(n)), \(ms(o)), baseline \(ms(base)))")
     }
     // Adds/s from 8 clients, and from one: rounds new, old, new, old, …; medians.
