@@ -123,13 +123,7 @@ final class ReceiptCopier: Sendable {
             case .failed(let failure) where failure == .stopped:
                 return true
             case .noRoom(let why):
-                // Tried again once more is free than now; after the headroom, once it is set aside again.
-                let free = store.isHeadroomGivenUp ? 0 : (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
-                let first = waitingForRoom.withLock { failedAt -> Bool in
-                    defer { failedAt = free }
-                    return failedAt == nil
-                }
-                if first {
+                if waitForRoom() {
                     logger.warning("No room to store the copy of receipt '\(pending.fileName)' (\(why)); uploads wait for their copies until there is room",
                                    transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
                 }
@@ -143,11 +137,22 @@ final class ReceiptCopier: Sendable {
             logger.error("Failed to record the copy of receipt '\(pending.fileName)': \(error); it is made again once there is more room",
                          transactionID: pending.transactionID, jobUUID: pending.jobUUID, account: pending.account)
             // Not again at once (the same failure would follow): as a copy without room, once more is free.
-            let free = (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
-            waitingForRoom.withLock { $0 = free }
+            waitForRoom()
             return false
         }
         recorded()
         return true
+    }
+
+    /// Holds the copies until more is free than now (``roomFreed()``);
+    /// after the headroom was given up, until it is set aside again.
+    /// - Returns: whether they were not waiting already.
+    @discardableResult
+    private func waitForRoom() -> Bool {
+        let free = store.isHeadroomGivenUp ? 0 : (try? FileSystem.space(of: store.receipts.path).availableBytes) ?? 0
+        return waitingForRoom.withLock { failedAt -> Bool in
+            defer { failedAt = free }
+            return failedAt == nil
+        }
     }
 }

@@ -61,6 +61,26 @@ extension Store {
         #expect(plan.contains { $0.hasPrefix("SCAN c") } && !plan.contains { $0.hasPrefix("SCAN j") }, "\(plan)")
     }
 
+    /// An upload queued before the list of copies to make existed (schema
+    /// 11) is on the list after the migration, else it would wait for a
+    /// copy nobody makes and never be sent; one already copied is not.
+    @Test func uploadsQueuedBeforeTheList_areOnItAfterTheMigration() async throws {
+        let state = directory.at("state")
+        let copied: String, waiting: String
+        do {
+            let store = try Store(stateDirectory: state)
+            copied = try await addWithReceipt(store).0
+            try await store.recordCopiesAsTheyAre()
+            waiting = try await addWithReceipt(store).0
+            try await store.write { db, _ in
+                try SchemaRollback.back(db, to: 11)
+                return ((), [])
+            }
+        }
+        let reopened = try Store(stateDirectory: state)
+        #expect(try await reopened.pendingCopies().map(\.transactionID) == [waiting], "not \(copied), copied already")
+    }
+
     @Test func anUpload_waitsForItsCopy_thenSendsTheCopy_andTheOriginalIsKept() async throws {
         let store = try Store(stateDirectory: directory.at("state"))
         let (id, staged) = try await addWithReceipt(store)
