@@ -159,6 +159,7 @@ enum CommandLineParser {
         c.connectionTimeoutSeconds = Int(try options.integer("--connection-timeout", in: 1...86_400) ?? Int64(c.connectionTimeoutSeconds))
         c.headerTimeoutSeconds = Int(try options.integer("--header-timeout", in: 1...3_600) ?? Int64(c.headerTimeoutSeconds))
         c.requestTimeoutSeconds = Int(try options.integer("--request-timeout", in: 1...86_400) ?? Int64(c.requestTimeoutSeconds))
+        c.uploadExpirySeconds = try options.integer("--upload-expiry", in: 1...(30 * 86_400)) ?? c.uploadExpirySeconds
         c.idempotencyRetentionHours = Int(try options.integer("--idempotency-retention-hours", in: 24...87_600) ?? Int64(c.idempotencyRetentionHours))
         c.faults.dropRequest = try options.probability("--fault-drop-request") ?? 0
         c.faults.dropResponse = try options.probability("--fault-drop-response") ?? 0

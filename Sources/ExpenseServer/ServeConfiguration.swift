@@ -25,6 +25,8 @@ struct ServeConfiguration: Sendable, Equatable {
     var headerTimeoutSeconds = 10
     /// Seconds a request's body may take to arrive in full.
     var requestTimeoutSeconds = 300
+    /// Seconds a resumable upload is kept after its last append.
+    var uploadExpirySeconds: Int64 = 86_400
     /// Hours idempotency records are kept; at least the contract's 24.
     var idempotencyRetentionHours = 48
     var faults = FaultInjector.Options()
@@ -75,6 +77,7 @@ extension ServeConfiguration {
         settings.receiptMaxBytes = receiptMaxBytes
         settings.jsonMaxBytes = jsonMaxBytes
         settings.requestTimeoutSeconds = requestTimeoutSeconds
+        settings.uploadExpirySeconds = uploadExpirySeconds
         settings.faults = faults
         return settings
     }

@@ -174,6 +174,13 @@ public enum ServerCommand {
             log.log(.warning, "Failed to purge idempotency records: \(error), ignoring")
         }
         do {
+            let cutoff = Clock.wallMilliseconds - configuration.uploadExpirySeconds * 1000
+            let expired = try store.removeUploads(touchedBefore: cutoff)
+            if expired > 0 { log.log(.info, "removed \(expired) resumable uploads idle for \(configuration.uploadExpirySeconds) s") }
+        } catch {
+            log.log(.warning, "Failed to remove expired uploads: \(error), ignoring")
+        }
+        do {
             let removed = try store.removeLeftovers(graceNanoseconds: 600 * 1_000_000_000, now: Clock.wallMilliseconds * 1_000_000)
             for name in removed { log.log(.info, "removed unreferenced receipt file '\(name)'") }
         } catch {

@@ -24,6 +24,10 @@ enum ServerHelp {
             port. Ignored when systemd passes a socket (LISTEN_FDS).
             """),
         CommandOption("--receipt-max-bytes", valueName: "N", help: "Largest receipt accepted (default: 26214400, 25 MiB)."),
+        CommandOption("--upload-expiry", valueName: "SECONDS", help: """
+            Seconds a resumable upload is kept after its last append (default:
+            86400); an expired one is removed with its bytes.
+            """),
         CommandOption("--max-connections", valueName: "N", help: """
             Connections served at once (default: 256). At the limit, the one that
             has waited longest for its request head makes room for the new one.

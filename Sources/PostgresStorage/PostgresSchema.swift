@@ -149,6 +149,31 @@ enum PostgresSchema {
             CREATE TRIGGER expense_versions_on_update AFTER UPDATE OF version ON expenses
                 FOR EACH ROW WHEN (NEW.version IS DISTINCT FROM OLD.version) EXECUTE FUNCTION expense_versions_record();
             """),
+        Migration(version: 3, sql: """
+            -- Resumable receipt uploads (contract.md, "Resumable uploads"):
+            -- one per (user, Idempotency-Key), its bytes in parts of at most
+            -- 1 MiB, each part written by the transaction that moves the offset.
+            CREATE TABLE uploads (
+                id text PRIMARY KEY,
+                user_id bigint NOT NULL REFERENCES users (id),
+                idem_key text NOT NULL,
+                transaction_id text NOT NULL,
+                content_type text NOT NULL,
+                length bigint NOT NULL,
+                sha256 text NOT NULL,
+                upload_offset bigint NOT NULL DEFAULT 0,
+                touched_at_ms bigint NOT NULL,
+                UNIQUE (user_id, idem_key)
+            );
+            CREATE INDEX uploads_by_age ON uploads (touched_at_ms);
+            CREATE TABLE upload_parts (
+                upload_id text NOT NULL REFERENCES uploads (id) ON DELETE CASCADE,
+                start bigint NOT NULL,
+                bytes bytea NOT NULL,
+                PRIMARY KEY (upload_id, start)
+            );
+            ALTER TABLE upload_parts ALTER COLUMN bytes SET STORAGE EXTERNAL;
+            """),
     ]
 
     /// The latest version this program knows.

@@ -115,6 +115,30 @@ enum Schema {
                     NEW.category, NEW.comment, NEW.tax_tag, NEW.receipt_sha256, NEW.deleted, NEW.conflicts, NEW.updated_at);
             END;
             """),
+        Migration(version: 3, sql: """
+            -- Resumable receipt uploads (contract.md, "Resumable uploads"):
+            -- one per (user, Idempotency-Key), its bytes in parts of at most
+            -- 1 MiB, each part written by the transaction that moves the offset.
+            CREATE TABLE uploads (
+                id TEXT PRIMARY KEY,
+                user_id INTEGER NOT NULL REFERENCES users (id),
+                idem_key TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,
+                content_type TEXT NOT NULL,
+                length INTEGER NOT NULL,
+                sha256 TEXT NOT NULL,
+                upload_offset INTEGER NOT NULL DEFAULT 0,
+                touched_at_ms INTEGER NOT NULL,
+                UNIQUE (user_id, idem_key)
+            );
+            CREATE INDEX uploads_by_age ON uploads (touched_at_ms);
+            CREATE TABLE upload_parts (
+                upload_id TEXT NOT NULL REFERENCES uploads (id) ON DELETE CASCADE,
+                start INTEGER NOT NULL,
+                bytes BLOB NOT NULL,
+                PRIMARY KEY (upload_id, start)
+            );
+            """),
     ]
 
     /// Pragmas for every connection: WAL, and commits that are on disk

@@ -10,6 +10,8 @@ struct APIError: Error, Sendable, CustomStringConvertible {
     let message: String
     var field: String?
     var headers: [HTTPHeader] = []
+    /// Numbers the client acts on (`expected_offset`), beside the message.
+    var numbers: [(name: String, value: Int64)] = []
 
     init(_ status: Int, _ code: String, _ message: String, field: String? = nil, headers: [HTTPHeader] = []) {
         self.status = status
@@ -44,6 +46,7 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         writer.member("code", code)
         writer.member("message", message)
         if let field { writer.member("field", field) }
+        for number in numbers { writer.key(number.name); writer.integer(number.value) }
         writer.endObject()
         writer.endObject()
         return HTTPResponse(status: status, headers: [jsonContentType] + headers, body: .bytes(writer.bytes))
@@ -92,6 +95,22 @@ struct APIError: Error, Sendable, CustomStringConvertible {
         APIError(400, "digest_required", message)
     }
     static let digestMismatch = APIError(400, "digest_mismatch", "the body does not match its Repr-Digest")
+    static let uploadNotFound = APIError(404, "upload_not_found", "no such upload: it was completed, cancelled or expired")
+    static func uploadFieldInvalid(_ name: String, _ reason: String) -> APIError {
+        APIError(400, "invalid_upload_field", "\(name) \(reason)", field: name)
+    }
+    static func inconsistentUploadLength(_ message: String) -> APIError {
+        APIError(400, "inconsistent_upload_length", message)
+    }
+    /// The draft's `mismatching-upload-offset` problem: the offset the
+    /// server holds is in `Upload-Offset` and `expected_offset`.
+    static func mismatchingUploadOffset(expected: Int64, provided: Int64) -> APIError {
+        var error = APIError(409, "mismatching_upload_offset",
+                             "the upload holds \(expected) bytes; this append starts at \(provided)",
+                             headers: [HTTPHeader("Upload-Offset", String(expected))])
+        error.numbers = [("expected_offset", expected), ("provided_offset", provided)]
+        return error
+    }
     static let serviceUnavailable = APIError(503, "service_unavailable", "the server is unavailable; retry later",
                                              headers: [HTTPHeader("Retry-After", "1")])
     static let storageUnavailable = APIError(503, "storage_unavailable", "the server could not store the request; retry later",

@@ -100,10 +100,7 @@ extension APIExchange {
     func beginUpload(user: Int64, id: String) throws {
         let key = try IdempotencyKey.parse(head.values(of: "Idempotency-Key"))
         let transactionID = try expenseID(id)
-        let mediaType = (head.value(of: "Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
-        guard let kind = ReceiptKind(contentType: mediaType), kind.isSendable else {
-            throw APIError.unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
-        }
+        let kind = try receiptKind()
         // A chunked body's size is unknown until it has arrived; the limit
         // must be enforceable from the headers.
         guard let length = head.contentLength, head.value(of: "Transfer-Encoding") == nil else { throw APIError.lengthRequired }
@@ -143,8 +140,18 @@ extension APIExchange {
 
     // MARK: Shared steps
 
+    /// The receipt kind a `Content-Type` names.
+    /// - Throws: `415` for anything but a kind a receipt may be sent as.
+    func receiptKind() throws(APIError) -> ReceiptKind {
+        let mediaType = (head.value(of: "Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(" \t").lowercased() } ?? ""
+        guard let kind = ReceiptKind(contentType: mediaType), kind.isSendable else {
+            throw APIError.unsupportedMediaType("a receipt must be image/jpeg, image/png or application/pdf")
+        }
+        return kind
+    }
+
     /// The transaction id in a path; a malformed one cannot exist.
-    private func expenseID(_ id: String) throws(APIError) -> String {
+    func expenseID(_ id: String) throws(APIError) -> String {
         guard TransactionID.isValid(id) else { throw .expenseNotFound }
         transactionID = id
         return id
@@ -178,7 +185,7 @@ extension APIExchange {
 
     /// The answer for a finished write: `201` for a new expense, `200`
     /// otherwise, `Idempotent-Replayed: true` on every replay.
-    private func respond(_ outcome: WriteOutcome) -> HTTPResponse {
+    func respond(_ outcome: WriteOutcome) -> HTTPResponse {
         replayed = outcome.isReplay
         var headers = [jsonContentType]
         if outcome.isReplay { headers.append(HTTPHeader("Idempotent-Replayed", "true")) }

@@ -30,6 +30,7 @@ final class APIExchange: HTTPExchange {
     enum Receiver {
         case json(JSONReceiver)
         case receipt(ReceiptUpload)
+        case append(UploadAppend)
     }
 
     init(service: APIService, head: HTTPRequestHead) {
@@ -59,6 +60,9 @@ final class APIExchange: HTTPExchange {
             try begin(route)
             return completion == nil || receiver != nil ? nil : finish()
         } catch {
+            // Refused before its body: the key is free again before the
+            // answer leaves, so the client's next request never finds it held.
+            releaseClaim()
             return deliver(response(for: error))
         }
     }
@@ -76,6 +80,11 @@ final class APIExchange: HTTPExchange {
             }
         case .receipt(let upload):
             if !upload.receive(bytes) {
+                note = "closed=body-too-large"
+                return false
+            }
+        case .append(let append):
+            if !append.receive(bytes) {
                 note = "closed=body-too-large"
                 return false
             }
@@ -103,6 +112,9 @@ final class APIExchange: HTTPExchange {
     }
 
     func complete(status: Int?, termination: HTTPTermination) {
+        // The bytes of an append that was cut are kept before its claim
+        // goes: the next request on the upload starts after them.
+        if case .append(let append) = receiver { keepCutAppend(append) }
         releaseClaim()
         if case .receipt(let upload) = receiver { upload.discard() }
         if status == nil && note == nil { note = termination.note }
@@ -141,6 +153,10 @@ final class APIExchange: HTTPExchange {
         case (.expense(let id), "DELETE"): try beginDelete(user: user, id: id)
         case (.expense(let id), _): try beginRead(user: user, id: id)
         case (.receipt(let id), "PUT"): try beginUpload(user: user, id: id)
+        case (.receipt(let id), "POST"): try beginUploadCreation(user: user, id: id)
+        case (.upload(let id), "HEAD"): try beginUploadOffset(user: user, id: id)
+        case (.upload(let id), "PATCH"): try beginUploadAppend(user: user, id: id)
+        case (.upload(let id), _): try beginUploadCancel(user: user, id: id)
         case (.receipt(let id), _): try beginDownload(user: user, id: id)
         case (.health, _): break
         }
@@ -194,7 +210,7 @@ final class APIExchange: HTTPExchange {
     }
 
     /// Sends `response`, unless a fault says to drop it.
-    private func deliver(_ response: HTTPResponse) -> HTTPAction {
+    func deliver(_ response: HTTPResponse) -> HTTPAction {
         if faults.dropResponse {
             note = "fault=drop-response"
             intendedStatus = response.status
@@ -207,7 +223,7 @@ final class APIExchange: HTTPExchange {
     /// contract's for a storage answer (``APIError/init(_:)``); `503` for
     /// the storage being busy, full, unreachable or failing; `500` for
     /// anything else. The detail of those is logged, never sent.
-    private func response(for error: Error) -> HTTPResponse {
+    func response(for error: Error) -> HTTPResponse {
         if let api = error as? APIError { return api.response }
         if let storage = error as? StorageError, let api = APIError(storage) { return api.response }
         service.log.log(.error, "Failed to process \(AccessEntry.printable(head.method, limit: 32)) \(AccessEntry.printable(target.path, limit: 200))\(transactionID.map { " (\($0))" } ?? ""): \(error)")

@@ -6,6 +6,8 @@ public struct APISettings: Sendable, Equatable {
     public var jsonMaxBytes = 64 << 10
     /// Seconds a request's body may take to arrive in full.
     public var requestTimeoutSeconds = 300
+    /// Seconds a resumable upload is kept after its last append.
+    public var uploadExpirySeconds: Int64 = 86_400
     public var faults = FaultInjector.Options()
 
     public init() {}

@@ -8,6 +8,8 @@ enum Route: Equatable {
     case expense(String)
     /// `/v1/expenses/{transaction_id}/receipt`
     case receipt(String)
+    /// `/v1/uploads/{id}`: a resumable upload (contract.md, "Resumable uploads").
+    case upload(String)
 
     /// The route of `path`, matched exactly (no trailing slash, no escapes).
     init?(path: String) {
@@ -15,6 +17,13 @@ enum Route: Equatable {
         case "/healthz": self = .health
         case "/v1/expenses": self = .expenses
         default:
+            let uploads = "/v1/uploads/"
+            if path.hasPrefix(uploads) {
+                let id = path.dropFirst(uploads.count)
+                guard !id.isEmpty, !id.contains("/") else { return nil }
+                self = .upload(String(id))
+                return
+            }
             let prefix = "/v1/expenses/"
             guard path.hasPrefix(prefix) else { return nil }
             let rest = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
@@ -32,7 +41,8 @@ enum Route: Equatable {
         case .health: ["GET", "HEAD"]
         case .expenses: ["GET", "HEAD", "POST"]
         case .expense: ["GET", "HEAD", "PATCH", "DELETE"]
-        case .receipt: ["GET", "HEAD", "PUT"]
+        case .receipt: ["GET", "HEAD", "POST", "PUT"]
+        case .upload: ["HEAD", "PATCH", "DELETE"]
         }
     }
 }

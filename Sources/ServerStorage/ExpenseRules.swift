@@ -97,7 +97,7 @@ public enum ExpenseRules {
     /// The answer to a key used before by the same user: the expense that
     /// request concerned, as it is now.
     /// - Throws: `idempotencyKeyReused` when the key came with another request.
-    static func replay(_ writer: some ExpenseWriter, _ operation: IdempotentOperation) throws -> WriteOutcome {
+    public static func replay(_ writer: some ExpenseWriter, _ operation: IdempotentOperation) throws -> WriteOutcome {
         guard let record = try writer.keyRecord(user: operation.user, key: operation.key) else {
             // The insert saw a record, so one committed; records are only
             // purged after a day, and never while a request uses the key.

@@ -8,7 +8,7 @@ import Posix
 /// also between processes. Methods block the calling thread (the HTTP
 /// server's connection thread): never call them from async code.
 /// Errors are ``StorageError``s.
-public protocol ExpenseStorage: UserDirectory, SessionDirectory, ExpenseListing {
+public protocol ExpenseStorage: UserDirectory, SessionDirectory, ExpenseListing, ResumableUploads {
     /// `POST /v1/expenses`.
     func create(_ operation: IdempotentOperation, _ request: CreateRequest) throws -> WriteOutcome
     /// `PATCH /v1/expenses/{id}`.

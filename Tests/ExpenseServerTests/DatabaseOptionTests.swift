@@ -17,9 +17,9 @@ import Testing
         for _ in 0..<2 {
             let result = try runCommand(binary, ["migrate"] + storage.arguments)
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.stdout == "schema version 2\n")
+            #expect(result.stdout == "schema version 3\n")
         }
-        #expect(try storage.scalar("SELECT count(*) FROM schema_migrations") == 2)
+        #expect(try storage.scalar("SELECT count(*) FROM schema_migrations") == 3)
     }
 
     @Test(arguments: StorageEngine.allCases)
@@ -36,7 +36,7 @@ import Testing
         for command in [["migrate"], ["user", "add", "carol"], ["serve", "--listen", "127.0.0.1:0"]] {
             let result = try runCommand(binary, command + storage.arguments, timeout: 30)
             #expect(result.status == 1, "\(command): \(result.stderr)")
-            #expect(result.stderr.contains("schema version 99 is newer than this program knows (2)"), "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("schema version 99 is newer than this program knows (3)"), "\(command): \(result.stderr)")
         }
         #expect(try storage.scalar("SELECT count(*) FROM users") == 0)
         #expect(try storage.scalar("SELECT max(version) FROM schema_migrations") == 99)

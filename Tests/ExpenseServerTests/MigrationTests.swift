@@ -40,7 +40,7 @@ import Testing
             try db.execute(seed)
             store = try SQLiteStore(directory: fixture.dataDirectory)
         }
-        #expect(try store.schemaVersions().database == 2)
+        #expect(try store.schemaVersions().database == 3)
         let accounts = Accounts(store)
         #expect(try accounts.account(forToken: token) == Account(id: 1, name: "old", isAdmin: false))
         #expect(try accounts.list().map(\.state) == [.active])
