@@ -10,6 +10,9 @@ public struct HTTPRequest: Sendable {
         /// into memory. The caller opens it, so a file that cannot be read
         /// is the caller's to say before any request is made.
         case file(FileDescriptor, size: Int64)
+        /// The rest of a file from `offset` on, `size` bytes to its end,
+        /// read as `.file`'s are (what a resumable upload still has to send).
+        case filePart(FileDescriptor, offset: Int64, size: Int64)
     }
 
     public var method: String
@@ -39,6 +42,11 @@ public struct HTTPRequest: Sendable {
     /// hostile server cannot fill memory); a receipt's download raises it
     /// to `receipt_max_bytes`.
     public var maxResponseBytes = 16 << 20
+    /// Send `Expect: 100-continue` and hold the body until the server says
+    /// go (or a second passed): a request the server may refuse from its
+    /// head alone (an append at an offset it does not hold) then costs no
+    /// body. Off otherwise: one round trip less.
+    public var expectsContinue = false
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: Body = .none,
                 connectTimeoutMilliseconds: Int64 = 10_000, totalTimeoutMilliseconds: Int64 = 60_000) {

@@ -77,11 +77,14 @@ final class Transfer {
         check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context), "header data")
 
         // An empty Expect: stops curl waiting for "100 Continue" before a body.
-        var headers = request.headers + [("Expect", "")]
+        var headers = request.headers + [("Expect", request.expectsContinue ? "100-continue" : "")]
         switch request.body {
         case .none:
             if request.method == "GET" {
                 check(ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "GET")
+            } else if request.method == "HEAD" {
+                // No body follows a HEAD's answer, whatever its Content-Length says.
+                check(ccurl_easy_setopt_long(easy, CURLOPT_NOBODY, 1), "HEAD")
             } else {
                 check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
             }
@@ -93,8 +96,13 @@ final class Transfer {
             if request.method != "POST" {
                 check(ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, request.method), "method")
             }
-        case .file(let file, let size):
-            upload = (file, 0)
+        case .file, .filePart:
+            let (file, offset, size): (FileDescriptor, Int64, Int64) = switch request.body {
+            case .filePart(let file, let offset, let size): (file, offset, size)
+            case .file(let file, let size): (file, 0, size)
+            default: preconditionFailure("a file body")
+            }
+            upload = (file, offset)
             check(ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD, 1), "upload")
             check(ccurl_easy_setopt_off(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "upload size")
             check(ccurl_easy_setopt_read_function(easy, CURLOPT_READFUNCTION, { buffer, size, count, context in

@@ -37,14 +37,15 @@ extension Configuration {
                                                      requestTimeoutMilliseconds: requestTimeoutMilliseconds, deviceID: deviceID)
         settings.caFile = caFile
         settings.receiptMaxBytes = receiptMaxBytes
+        settings.resumableMinBytes = resumableUploadMinBytes
         return settings
     }
 
     /// The backend `backend` names, at `baseURL`.
-    func makeBackend(baseURL: String, deviceID: String) -> any SyncBackend {
+    func makeBackend(baseURL: String, deviceID: String, uploads: (any UploadRecorder)? = nil) -> any SyncBackend {
         switch backend {
         case .expenseServer:
-            return ExpenseServerBackend(settings: backendSettings(baseURL: baseURL, deviceID: deviceID))
+            return ExpenseServerBackend(settings: backendSettings(baseURL: baseURL, deviceID: deviceID), uploads: uploads)
         case .ihatemoney:
             // checkBackend() made sure of the project id, and of the payer without accounts.
             return IhatemoneyBackend(settings: IhatemoneyBackend.Settings(

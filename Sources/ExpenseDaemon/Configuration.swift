@@ -20,6 +20,9 @@ public struct Configuration: Sendable, Equatable {
     /// Members of this group may use the control socket (besides root and the daemon's user).
     public var controlGroup: String?
     public var receiptMaxBytes = 25 * 1024 * 1024
+    /// Receipts of at least this many bytes go to expense-server as
+    /// resumable uploads (docs/sync.md); nil: never.
+    public var resumableUploadMinBytes: Int64? = 2 << 20
     /// The longest edge of a receipt's legible copy (docs/receipts.md).
     public var receiptMaxEdge = 2500
     /// A receipt whose header claims more pixels is refused before decoding.
@@ -107,6 +110,9 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "admin_group", flag: "--admin-group", valueName: "GROUP", help: "group whose members may act on every account (--account, --all-accounts)") { c, v throws(ConfigurationError) in c.adminGroup = try nonEmpty(v) },
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },
+        Key(name: "resumable_upload_min_bytes", flag: "--resumable-upload-min-bytes", valueName: "SIZE|never", help: "receipts at least this large go to expense-server as resumable uploads (default 2M)") { c, v throws(ConfigurationError) in
+            c.resumableUploadMinBytes = v == "never" ? nil : Int64(try size(v, 1...(4 << 30)))
+        },
         Key(name: "receipt_max_edge", flag: "--receipt-max-edge", valueName: "PIXELS", help: "longest edge of the legible copy a backend is sent (default 2500)") { c, v throws(ConfigurationError) in c.receiptMaxEdge = try count(v, 256...20_000) },
         Key(name: "receipt_max_pixels", flag: "--receipt-max-pixels", valueName: "N", help: "refuse a receipt whose header claims more pixels, before decoding (default 100000000)") { c, v throws(ConfigurationError) in c.receiptMaxPixels = try count(v, 1_000...1_000_000_000) },
         Key(name: "receipt_decode_timeout", flag: "--receipt-decode-timeout", valueName: "DURATION", help: "time the sandboxed decoder is given for one receipt (default 2m)") { c, v throws(ConfigurationError) in c.receiptDecodeTimeoutMilliseconds = try duration(v, 1_000...hour) },

@@ -155,7 +155,7 @@ public enum Daemon {
         let drainer: Drainer? = configuration.serverURL.flatMap { url in
             record.flatMap { record in
                 metered.map { metered in
-                    let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID)
+                    let backend = configuration.makeBackend(baseURL: url, deviceID: store.deviceID, uploads: store)
                     return Drainer(settings: configuration.syncSettings, store: store, backend: backend, record: record, metered: metered,
                                    tokens: tokens, logger: logger, onChange: { publisher.markChanged(); retention?.poke(); roomFreed() })
                 }

@@ -40,6 +40,9 @@ public final class Drainer: Sendable {
         var forcedAll = false
         var refreshRequested = false
         var lastRefresh: UInt64?
+        /// Uploads to cancel on the server are still listed after a pass:
+        /// the next pass comes at the drain interval, queue or not.
+        var cancellationsLeft = false
         /// A pass is running, and the monotonic time of its last progress.
         var passing = false
         /// Passes ended since start.
@@ -250,6 +253,7 @@ public final class Drainer: Sendable {
         // A job whose answer could not be recorded last time (say, a full
         // disk) is still marked sending; nothing is in flight between passes.
         try? await store.requeueStranded()
+        await cancelAbandonedUploads()
         // The user's pending work first; then what changed elsewhere.
         var stop = await sendEligibleJobs(overridingMeteredHold: overriding)
         if stop == nil && refreshDue() && !meteredHold(overriding: overriding).holdsRefresh { stop = await refresh() }
@@ -266,6 +270,29 @@ public final class Drainer: Sendable {
             if before != after { onChange() }
         }
         end(stop)
+    }
+
+    /// Cancels on the server the resumable uploads whose jobs went without
+    /// completing them (their expense deleted, their receipt replaced, the
+    /// job discarded): the store lists them, in the transaction that
+    /// removed the job. One the server cannot be asked about now stays
+    /// listed for the next pass; the server also expires what it is never
+    /// told about.
+    private func cancelAbandonedUploads() async {
+        guard let abandoned = try? await store.uploadCancellations(), !abandoned.isEmpty else {
+            state.withLock { $0.cancellationsLeft = false }
+            return
+        }
+        var left = false
+        for (url, account) in abandoned {
+            let (token, _) = tokens.source(for: account).latest()
+            guard await backend.cancelUpload(url: url, token: token), (try? await store.forgetCancellation(url: url)) != nil else {
+                left = true
+                continue
+            }
+            logger.info("Cancelled on the server an upload its receipt no longer needs", account: account)
+        }
+        state.withLock { $0.cancellationsLeft = left }
     }
 
     /// Tells the journal once of each expense newly held as incomplete
@@ -417,6 +444,7 @@ public final class Drainer: Sendable {
         // interval, even with nothing queued.
         let server = record.current
         if server.isPaused || (server.wantsContact && !hold.holdsRefresh) { wake = wake ?? interval }
+        if state.withLock({ $0.cancellationsLeft }) { wake = min(wake ?? interval, interval) }
         if let lastRefresh {
             let elapsed = Int64((Clock.monotonicNanoseconds - lastRefresh) / 1_000_000)
             let untilRefresh = max(settings.refreshIntervalMilliseconds - elapsed, 0)

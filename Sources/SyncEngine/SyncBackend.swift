@@ -1,4 +1,5 @@
 import ExpenseCore
+import OutboxStore
 
 /// What the sync engine needs of an expense backend: send one job, and
 /// list what changed. expense-server's HTTP contract is the first
@@ -53,6 +54,17 @@ public protocol SyncBackend: Sendable {
     /// Ends every request in flight (each answered as unanswered) and
     /// takes no more.
     func shutdown()
+
+    /// Cancels a resumable upload a receipt job left unfinished (its
+    /// expense deleted, its receipt replaced), read with `token`.
+    /// - Returns: true once the backend holds it no more; false to try
+    ///   again in a later pass.
+    func cancelUpload(url: String, token: String?) async -> Bool
+}
+
+extension SyncBackend {
+    /// A backend without resumable uploads never has one to cancel.
+    public func cancelUpload(url: String, token: String?) async -> Bool { true }
 }
 
 /// One page of changes, as the engine stores it.
@@ -81,3 +93,12 @@ public enum ChangesReply: Sendable, Equatable {
     /// Answered, but not with a listing of the shape the backend documents.
     case malformed
 }
+
+/// Where a backend records, durably and before it sends a byte of it, the
+/// resumable upload a receipt job has on the server and the bytes the
+/// server holds (nil: none; the next send starts a new one).
+public protocol UploadRecorder: Sendable {
+    func recordUpload(jobUUID: String, url: String?, offset: Int64?) async throws
+}
+
+extension Store: UploadRecorder {}

@@ -33,6 +33,9 @@ import Testing
         (job(.delete), failed(.gone), .applied(nil)),
         (job(.edit), failed(.gone), .needsAttention(attempts: 1, transientAttempts: 0, error: "x", errorClass: "gone")),
         (job(.create), failed(.gone), .retry(nextAttemptAt: 2000, attempts: 1, transientAttempts: 0, error: "x", errorClass: "rejected")),
+        // Over the server's limit: said at once, whatever budget is left.
+        (job(.receipt), failed(.tooLarge), .needsAttention(attempts: 1, transientAttempts: 0, error: "x", errorClass: "too_large")),
+        (job(.receipt, attempts: 3, transient: 2), failed(.tooLarge), .needsAttention(attempts: 4, transientAttempts: 2, error: "x", errorClass: "too_large")),
     ] as [(OutboxJob, SyncOutcome, JobUpdate)])
     func outcome_decidesTheJobsFate(job: OutboxJob, outcome: SyncOutcome, expected: JobUpdate) {
         #expect(policy.update(for: job, after: outcome, now: 1000, random: { 1 }) == expected)

@@ -11,7 +11,7 @@ import Testing
         (500, nil, .transient), (502, nil, .transient), (503, nil, .transient), (504, nil, .transient),
         (409, "request_in_progress", .inProgress), (409, "other", .rejected),
         (400, "invalid_field", .rejected), (404, nil, .notFound), (410, "expense_deleted", .gone), (422, "idempotency_key_reused", .rejected),
-        (413, nil, .rejected), (415, nil, .rejected), (302, nil, .rejected), (100, nil, .rejected),
+        (413, nil, .tooLarge), (415, nil, .rejected), (302, nil, .rejected), (100, nil, .rejected),
     ] as [(Int, String?, SyncFailure.Kind)])
     func failures_followTheContractTable(status: Int, code: String?, expected: SyncFailure.Kind) {
         let body = code.map { Array(#"{"error":{"code":"\#($0)","message":"m"}}"#.utf8) } ?? []

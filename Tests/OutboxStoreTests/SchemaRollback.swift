@@ -7,6 +7,8 @@ import SQLite
 /// the order they undo; a new migration adds its own here.
 enum SchemaRollback {
     static let undo: [Int: [String]] = [
+        14: ["DROP TRIGGER upload_cancellations_job_gone", "DROP TABLE upload_cancellations",
+             "ALTER TABLE jobs DROP COLUMN upload_offset", "ALTER TABLE jobs DROP COLUMN upload_url"],
         13: ["DROP TRIGGER listing_new_expense", "DROP TRIGGER listing_job_insert", ListingSchema.jobInsertTrigger],
         12: ["DROP TRIGGER copies_to_make_queued", "DROP TRIGGER copies_to_make_made", "DROP TRIGGER copies_to_make_job_gone",
              "DROP TABLE copies_to_make"],

@@ -39,6 +39,9 @@ extension ExpenseServerBackend {
         // applied yet (contract.md, `PUT …/receipt`).
         case 404: .notFound
         case 410: .gone
+        // Over the server's limit (said in the message): retrying the same
+        // bytes cannot help until the limit changes.
+        case 413: .tooLarge
         default: .rejected
         }
     }

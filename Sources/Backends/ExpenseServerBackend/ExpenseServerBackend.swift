@@ -4,6 +4,7 @@ import Digest
 import ExpenseCore
 import OutboxStore
 import Posix
+import Synchronization
 import SyncEngine
 
 /// expense-server's HTTP contract (docs/contract.md) behind the sync
@@ -26,6 +27,9 @@ public final class ExpenseServerBackend: SyncBackend {
         public var caFile: String?
         /// The largest receipt read back from the server (`receipt_max_bytes`).
         public var receiptMaxBytes = 25 << 20
+        /// Receipts of at least this many bytes are sent as resumable
+        /// uploads (`resumable_upload_min_bytes`); nil: never.
+        public var resumableMinBytes: Int64? = 2 << 20
 
         public init(baseURL: String, connections: Int, connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, deviceID: String) {
             self.baseURL = baseURL
@@ -40,9 +44,15 @@ public final class ExpenseServerBackend: SyncBackend {
     let client: HTTPClient
     /// Receipts are hashed here, off the HTTP thread and the cooperative pool.
     let digests = BlockingExecutor(label: "receipt-digest", width: 2)
+    /// Where a receipt job's resumable upload is recorded; nil: uploads
+    /// are plain `PUT`s.
+    let uploads: (any UploadRecorder)?
+    /// False once the server said it does not offer resumable uploads.
+    let resumableOffered = Mutex(true)
 
-    public init(settings: Settings) {
+    public init(settings: Settings, uploads: (any UploadRecorder)? = nil) {
         self.settings = settings
+        self.uploads = uploads
         client = HTTPClient(maxConnections: settings.connections)
     }
 
@@ -91,6 +101,16 @@ public final class ExpenseServerBackend: SyncBackend {
                     let (file, digest) = try await digests.run {
                         let file = try FileDescriptor.open(receiptPath, [.readOnly, .noFollow])
                         return (file, try recorded ?? Base64.encode(ReceiptDirectory.digest(of: file).sha256))
+                    }
+                    if let uploads, let least = settings.resumableMinBytes, size >= least || job.uploadURL != nil,
+                       resumableOffered.withLock({ $0 }) {
+                        switch await sendResumably(job, request, file: file, size: size, digest: digest, token: token, recorder: uploads) {
+                        case .outcome(let outcome):
+                            answered(outcome)
+                            return
+                        case .usePut:
+                            break
+                        }
                     }
                     start(request, body: .file(file, size: size), digest: digest, token: token, answered: answered)
                 } catch {

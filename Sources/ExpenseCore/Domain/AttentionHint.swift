@@ -18,6 +18,9 @@ public enum AttentionHint {
             return "The expense was deleted on the server: this change can never apply, and retrying cannot help; \(discard)."
         case "unsupported":
             return "The backend cannot make this change through its API: make it there by hand (see the last error), then \(discard)."
+        case "too_large":
+            return "The server refuses a receipt this large (its limit is in the last error); once the limit is raised there, "
+                + "'expensectl retry \(id)' sends it again; otherwise attach a smaller receipt, or \(discard)."
         case "transient":
             return "The server kept failing (see the last error); once it works again 'expensectl retry \(id)' sends it again, or \(discard)."
         case "waiting":

@@ -20,11 +20,16 @@ public struct OutboxJob: Sendable, Equatable {
     public var receiptSHA256: [UInt8]?
     /// The account whose token sends it (``AccountName``).
     public var account: String
+    /// A receipt's resumable upload on the server, once made, and the
+    /// bytes the server last said it held (docs/sync.md, "Resumable uploads").
+    public var uploadURL: String?
+    public var uploadOffset: Int64?
 
     public init(seq: Int64, uuid: String, kind: JobKind, transactionID: String, fields: ExpenseFields = ExpenseFields(),
                 baseVersion: Int? = nil, attempts: Int = 0, transientAttempts: Int = 0, sends: Int = 0,
                 createdMilliseconds: Int64 = 0, receiptFile: String? = nil, receiptKind: ReceiptKind? = nil, receiptSize: Int64? = nil,
-                receiptSHA256: [UInt8]? = nil, account: String = AccountName.defaultName) {
+                receiptSHA256: [UInt8]? = nil, account: String = AccountName.defaultName,
+                uploadURL: String? = nil, uploadOffset: Int64? = nil) {
         self.seq = seq
         self.uuid = uuid
         self.kind = kind
@@ -40,5 +45,7 @@ public struct OutboxJob: Sendable, Equatable {
         self.receiptSize = receiptSize
         self.receiptSHA256 = receiptSHA256
         self.account = account
+        self.uploadURL = uploadURL
+        self.uploadOffset = uploadOffset
     }
 }

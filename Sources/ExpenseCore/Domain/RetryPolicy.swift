@@ -66,6 +66,10 @@ public struct RetryPolicy: Sendable, Equatable {
             // Sending it again can never help: said at once, not after N tries.
             return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
                                    error: message, errorClass: "unsupported")
+        case .tooLarge:
+            // The same bytes are refused until the limit changes: at once too.
+            return .needsAttention(attempts: job.attempts + 1, transientAttempts: job.transientAttempts,
+                                   error: message, errorClass: "too_large")
         case .rejected, .notFound, .gone:
             let attempts = job.attempts + 1
             if attempts >= maxAttempts {

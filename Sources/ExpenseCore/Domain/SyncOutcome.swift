@@ -43,6 +43,10 @@ public struct SyncFailure: Sendable, Equatable {
         /// delete an entry through its API): needs attention at once, its
         /// summary saying what to do by hand.
         case unsupported
+        /// The backend refuses a receipt this large (a `413`, its limit in
+        /// the summary): needs attention at once; sending the same bytes
+        /// again helps only once the limit is raised.
+        case tooLarge
     }
 
     public var kind: Kind
@@ -63,7 +67,7 @@ public struct SyncFailure: Sendable, Equatable {
         switch kind {
         case .transient: .transient
         case .inProgress: .inProgress
-        case .rejected, .notFound, .gone, .unsupported: .rejected
+        case .rejected, .notFound, .gone, .unsupported, .tooLarge: .rejected
         }
     }
 }

@@ -100,11 +100,15 @@ extension Store {
                 if job.kind == .receipt || job.kind == .edit { try Store.rebaseEdits(db, after: expense) }
                 try Store.upsert(db, expense, account: job.account, now: now, ownAnswer: true)
             }
-            if job.kind == .receipt { try Store.markReceiptApplied(db, job) }
+            if job.kind == .receipt {
+                try Store.markReceiptApplied(db, job)
+                try Store.forgetUpload(db, job)
+            }
             FaultPoints.hit("between-upsert-and-job-removal")
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
             return job.receiptFile
         case .dropReceipt:
+            try Store.forgetUpload(db, job)
             try db.execute("DELETE FROM jobs WHERE seq = ?", [.integer(job.seq)])
             return job.receiptFile
         case .requeue:

@@ -10,7 +10,8 @@ extension Store {
     static let jobColumns = """
         seq, uuid, jobs.kind, transaction_id, payload, attempts, transient_attempts, sends, created_at,
         COALESCE(c.file, receipt_file), COALESCE(c.kind, receipt_type), COALESCE(c.size, receipt_size), account,
-        CASE WHEN jobs.kind = 'receipt' THEN COALESCE(c.sha256, (SELECT sha256 FROM receipt_digests WHERE receipt_digests.job_uuid = jobs.uuid)) END
+        CASE WHEN jobs.kind = 'receipt' THEN COALESCE(c.sha256, (SELECT sha256 FROM receipt_digests WHERE receipt_digests.job_uuid = jobs.uuid)) END,
+        upload_url, upload_offset
         """
 
     /// What ``jobColumns`` reads from besides `jobs`.
@@ -44,7 +45,7 @@ extension Store {
             fields: payload.fields, baseVersion: payload.baseVersion, attempts: r.int(5), transientAttempts: r.int(6),
             sends: r.int(7), createdMilliseconds: r.int64(8), receiptFile: r.optionalString(9),
             receiptKind: r.optionalString(10).flatMap(ReceiptKind.init(rawValue:)), receiptSize: r.optionalInt64(11),
-            receiptSHA256: r.blob(13), account: r.string(12))
+            receiptSHA256: r.blob(13), account: r.string(12), uploadURL: r.optionalString(14), uploadOffset: r.optionalInt64(15))
     }
 
     /// Takes up to `limit` jobs to send and marks them `sending`, in one

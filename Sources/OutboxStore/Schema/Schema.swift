@@ -364,5 +364,24 @@ enum Schema {
             END;
             """),
         Migration(version: 13, sql: ListingSchema.newExpenseMigration),
+        Migration(version: 14, sql: """
+            -- Resumable uploads (docs/sync.md, "Resumable uploads"): the
+            -- upload a receipt job made on the server, and the bytes the
+            -- server said it held, written before any byte is sent, so a
+            -- cut, a timeout or a crash resumes there and never from 0.
+            ALTER TABLE jobs ADD COLUMN upload_url TEXT;
+            ALTER TABLE jobs ADD COLUMN upload_offset INTEGER;
+            -- Uploads to cancel on the server: a job that made one went
+            -- without completing it (its expense deleted, its receipt
+            -- replaced, the job discarded). A trigger fills it, whichever
+            -- code path removes the job; the drainer sends each DELETE.
+            CREATE TABLE upload_cancellations (
+                url TEXT PRIMARY KEY NOT NULL,
+                account TEXT NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TRIGGER upload_cancellations_job_gone AFTER DELETE ON jobs WHEN OLD.upload_url IS NOT NULL BEGIN
+                INSERT OR IGNORE INTO upload_cancellations (url, account) VALUES (OLD.upload_url, OLD.account);
+            END;
+            """),
     ]
 }
