@@ -205,4 +205,60 @@ import Testing
         let puts = receiptRequests.filter { $0.method == "PUT" }
         #expect(puts.map { SHA256.hash($0.body) } == scans.map { SHA256.hash($0) })
     }
+
+    /// Three server processes on one PostgreSQL database behind HAProxy:
+    /// the process receiving the upload's bytes is killed mid-append; the
+    /// daemon asks another where the upload is (the bytes committed before,
+    /// from a cut, are there; the killed append's are not) and completes it
+    /// there: one receipt, byte-identical, no upload left.
+    @Test func serverProcessKilledMidAppend_behindHAProxy_anotherProcessCompletesIt() throws {
+        let cluster = try ServerCluster(processes: 3)
+        SampleReceipt.write(Array((cluster.token + "\n").utf8), to: cluster.directory.at("token"))
+        let proxy = try CuttingProxy(mode: .cut(after: 1 << 20))
+        defer { proxy.stop() }
+        proxy.target = cluster.balancerPort
+        let daemon = DaemonHarness(arguments: [
+            "--server", proxy.url, "--token-file", cluster.directory.at("token"), "--reading", "off",
+            "--drain-interval", "200ms", "--backoff-base", "50ms", "--backoff-cap", "1s",
+            "--connect-timeout", "2s", "--request-timeout", "30s",
+        ])
+        try daemon.start()
+        defer { daemon.stop() }
+        let scan = try WholeReceipts(directory: daemon.directory.at("whole")).pdf(tag: 20, size: 8 << 20)
+        let file = daemon.directory.at("scan.pdf")
+        SampleReceipt.write(scan, to: file)
+        let id = try daemon.ctl(["add", "--receipt", file, "--merchant", "Rail", "--amount", "84.20", "--currency", "EUR",
+                                 "--date", "2026-11-29"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // One cut: the first MiB is committed. Then the link holds an
+        // append mid-body, on whichever process HAProxy chose.
+        try waitUntil(timeout: 60, "a committed part of the upload") {
+            (try cluster.storage.scalar("SELECT coalesce(max(upload_offset), 0) FROM uploads") ?? 0) > 0
+        }
+        proxy.mode = .hold(after: 3 << 20)
+        var receiving: Int?
+        try waitUntil(timeout: 60, "a process to be receiving an append") {
+            receiving = (0..<3).first { index in
+                let staging = cluster.directory.at("staging-\(index)") + "/tmp"
+                let parts = (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+                return parts.contains { name in
+                    name.hasSuffix(".part") && ((try? FileManager.default.attributesOfItem(atPath: "\(staging)/\(name)")[.size] as? Int) ?? 0) >= 1 << 20
+                }
+            }
+            return receiving != nil
+        }
+        let committed = try #require(try cluster.storage.scalar("SELECT max(upload_offset) FROM uploads"))
+        cluster.crash(try #require(receiving))
+        proxy.mode = .clean
+        try waitUntil(timeout: 120, "the outbox to drain") {
+            let status = try daemon.request(["op": "status"])["result"]
+            return status?["queued"] == 0 && status?["sending"] == 0
+        }
+        #expect(try cluster.storage.receiptDigestsByTransaction() == [id: Hex.encode(SHA256.hash(scan))])
+        #expect(try cluster.storage.scalar("SELECT count(*) FROM receipts") == 1)
+        #expect(try cluster.storage.scalar("SELECT count(*) FROM uploads") == 0)
+        #expect(try cluster.storage.scalar("SELECT count(*) FROM upload_parts") == 0)
+        // HAProxy drops what it still buffered of a request whose client
+        // went: the cut committed what reached the process, some KiB.
+        #expect(committed > 0 && committed < 3 << 20, "committed before the kill: \(committed)")
+    }
 }
