@@ -119,6 +119,7 @@ let package = Package(
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),
         .executableTarget(name: "bench-copy", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy"], path: "bench/copy"),
         .executableTarget(name: "bench-read", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix", "ReceiptCopy", "ReceiptReading", "SQLite"], path: "bench/read"),
+        .executableTarget(name: "bench-upload", dependencies: ["ExpenseServerBackend", "OutboxStore", "SyncEngine", "ExpenseCore", "ExpenseTestSupport", "Digest", "Posix"], path: "bench/upload"),
         .executableTarget(name: "bench-receipt", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/receipt"),
         .executableTarget(name: "bench-sync", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/sync"),
 

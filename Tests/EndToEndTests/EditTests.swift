@@ -199,8 +199,8 @@ import Testing
     }
 
     @Test func deleteOfASyncedExpense_dropsQueuedEditsAndUploadsAndSendsOneDelete() throws {
-        // Receipts are refused (too large) so the upload stays queued,
-        // backing off for long: a job being sent when the delete comes is
+        // Receipts are refused (too large) so the upload waits, needing
+        // attention at once (a 413); edits back off for long: a job being sent when the delete comes is
         // not dropped (it may reach the server), so no pass may claim the
         // edit or the upload between the check below and the delete. Only
         // the requests of this test start passes.
@@ -218,7 +218,7 @@ import Testing
         try Self.edit(sync.daemon, id, ["--comment", "moot"])
         // The edit's pass finds the server gone; then both wait, unsent.
         try waitUntil(timeout: 20, "the edit to be tried and to wait again") {
-            try Self.outbox(sync.daemon).map { "\($0.0) \($0.1)" }.sorted() == ["edit queued", "receipt queued"]
+            try Self.outbox(sync.daemon).map { "\($0.0) \($0.1)" }.sorted() == ["edit queued", "receipt needs_attention"]
                 && sync.daemon.request(["op": "status"])["result"]?["server"] == "unreachable"
         }
         _ = try sync.daemon.ctl(["delete", id])

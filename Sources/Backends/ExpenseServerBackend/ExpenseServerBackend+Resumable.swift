@@ -26,8 +26,10 @@ extension ExpenseServerBackend {
     func sendResumably(_ job: OutboxJob, _ request: ExpenseServerRequest, file: FileDescriptor, size: Int64,
                        digest: String, token: String?, recorder: any UploadRecorder) async -> ResumableEnd {
         let auth = token.map { [("Authorization", "Bearer \($0)")] } ?? []
-        var url = job.uploadURL
-        var offset = job.uploadOffset ?? 0
+        // An upload made on another server (the configured URL changed
+        // since) is not asked about: the token goes to this server only.
+        var url = job.uploadURL.flatMap { $0.hasPrefix(settings.baseURL + "/v1/uploads/") ? $0 : nil }
+        var offset = url == nil ? 0 : job.uploadOffset ?? 0
         var recorded: (url: String?, offset: Int64?) = (job.uploadURL, job.uploadOffset)
         // Where the server is is only known from its own answer: after a
         // restart, or a cut, it may hold more (or, expired, nothing).
