@@ -252,8 +252,9 @@ public final class Drainer: Sendable {
         begin()
         // A job whose answer could not be recorded last time (say, a full
         // disk) is still marked sending; nothing is in flight between passes.
-        try? await store.requeueStranded()
-        await cancelAbandonedUploads()
+        // The same read lists the uploads to cancel.
+        let abandoned = (try? await store.startPass()) ?? []
+        await cancelAbandonedUploads(abandoned)
         // The user's pending work first; then what changed elsewhere.
         var stop = await sendEligibleJobs(overridingMeteredHold: overriding)
         if stop == nil && refreshDue() && !meteredHold(overriding: overriding).holdsRefresh { stop = await refresh() }
@@ -278,8 +279,8 @@ public final class Drainer: Sendable {
     /// removed the job. One the server cannot be asked about now stays
     /// listed for the next pass; the server also expires what it is never
     /// told about.
-    private func cancelAbandonedUploads() async {
-        guard let abandoned = try? await store.uploadCancellations(), !abandoned.isEmpty else {
+    private func cancelAbandonedUploads(_ abandoned: [(url: String, account: String)]) async {
+        guard !abandoned.isEmpty else {
             state.withLock { $0.cancellationsLeft = false }
             return
         }

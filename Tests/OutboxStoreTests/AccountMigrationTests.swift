@@ -104,7 +104,7 @@ import Testing
         #expect(summaries["bob"]?.oldestJobMilliseconds == 2)
 
         // A paused account's jobs are not claimed; the others' are.
-        try await store.requeueStranded()
+        try await store.startPass()
         let claimed = try await store.claim(limit: 10, now: 20, paused: ["bob"])
         #expect(claimed.map(\.account) == ["alice"])
     }

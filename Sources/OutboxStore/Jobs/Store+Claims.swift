@@ -110,19 +110,25 @@ extension Store {
         .text("[" + jobs.map { String($0.seq) }.joined(separator: ",") + "]")
     }
 
-    /// Puts back in the queue jobs left `sending` by a pass that could not
-    /// record their answer. Called when no pass runs, so none is in flight.
-    public func requeueStranded() async throws {
-        // The counter says whether there is any: in the usual case, one read
-        // and no transaction.
-        let sending = try await database.read { db in try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0 }
-        guard sending > 0 else { return }
+    /// What a pass does first, in one read of the store (a pass follows
+    /// every add): puts back in the queue jobs left `sending` by a pass that
+    /// could not record their answer (called when no pass runs, so none is
+    /// in flight), and says which uploads are listed to cancel on the server.
+    @discardableResult
+    public func startPass() async throws -> [(url: String, account: String)] {
+        // The counter says whether any job is stranded: in the usual case,
+        // one read and no transaction.
+        let (sending, cancellations) = try await database.read { db in
+            (try db.scalarInt("SELECT value FROM counters WHERE name = 'sending'") ?? 0, try Store.uploadCancellations(db))
+        }
+        guard sending > 0 else { return cancellations }
         try await write(durability: .deferred, usingHeadroom: true) { db, watched in
             let states = try StateChanges(db, watched: watched,
                                           watched ? try db.query("SELECT DISTINCT transaction_id FROM jobs WHERE state = 'sending'") { $0.string(0) } : [])
             try db.execute("UPDATE jobs SET state = 'queued' WHERE state = 'sending'", [])
             return ((), try states.changes(db) { _, _ in "its answer was not recorded" })
         }
+        return cancellations
     }
 
     /// The network may be back: jobs whose last failure was the transport's

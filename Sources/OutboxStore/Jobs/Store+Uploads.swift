@@ -20,11 +20,14 @@ extension Store {
         try db.execute("UPDATE jobs SET upload_url = NULL WHERE seq = ? AND upload_url IS NOT NULL", [.integer(job.seq)])
     }
 
-    /// Uploads to cancel on the server, with the account whose token made them.
+    /// Uploads to cancel on the server, with the account whose token made
+    /// them (``startPass()`` reads them for the drainer).
     public func uploadCancellations() async throws -> [(url: String, account: String)] {
-        try await database.read { db in
-            try db.query("SELECT url, account FROM upload_cancellations ORDER BY url") { ($0.string(0), $0.string(1)) }
-        }
+        try await database.read { db in try Store.uploadCancellations(db) }
+    }
+
+    static func uploadCancellations(_ db: Connection) throws -> [(url: String, account: String)] {
+        try db.query("SELECT url, account FROM upload_cancellations ORDER BY url") { ($0.string(0), $0.string(1)) }
     }
 
     /// The server cancelled `url` (or had nothing there).
