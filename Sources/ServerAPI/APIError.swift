@@ -94,6 +94,11 @@ struct APIError: Error, Sendable, CustomStringConvertible {
     static func digestInvalid(_ message: String) -> APIError {
         APIError(400, "digest_required", message)
     }
+    /// The body is not the receipt kind its `Content-Type` names (a `PUT`'s,
+    /// or a resumable upload's whole).
+    static func receiptTypeMismatch(_ kind: ReceiptKind) -> APIError {
+        APIError(415, "receipt_type_mismatch", "the bytes are not \(kind.contentType): their magic number does not match the Content-Type")
+    }
     static let digestMismatch = APIError(400, "digest_mismatch", "the body does not match its Repr-Digest")
     static let uploadNotFound = APIError(404, "upload_not_found", "no such upload: it was completed, cancelled or expired")
     static func uploadFieldInvalid(_ name: String, _ reason: String) -> APIError {

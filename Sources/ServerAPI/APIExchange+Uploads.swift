@@ -347,7 +347,7 @@ final class UploadAppend {
         let n = try leading.withUnsafeMutableBytes { try staged.0.read(into: $0, at: 0) }
         guard ReceiptKind.detect(leading.prefix(n)) == kind else {
             try? FileSystem.remove(staged.1)
-            throw APIError(415, "receipt_type_mismatch", "the bytes are not \(kind.contentType): their magic number does not match the Content-Type")
+            throw APIError.receiptTypeMismatch(kind)
         }
         guard Hex.encode(digest) == record.sha256 else {
             try? FileSystem.remove(staged.1)

@@ -99,8 +99,7 @@ final class ReceiptUpload {
 
     private func verifyAndWriteLeading() {
         guard ReceiptKind.detect(leading) == kind else {
-            failure = APIError(415, "receipt_type_mismatch",
-                               "the bytes are not \(kind.contentType): their magic number does not match the Content-Type")
+            failure = APIError.receiptTypeMismatch(kind)
             leading = []
             return
         }

@@ -137,8 +137,9 @@ extension ExpenseServerBackend {
         return answer.status == 204 || answer.status == 404 || answer.status == 200
     }
 
-    /// A request with the configured timeouts and trust.
-    private func plain(_ method: String, _ url: String, headers: [(String, String)], body: HTTPRequest.Body = .none) -> HTTPRequest {
+    /// A request with the configured timeouts and trust, and the low-speed
+    /// limit that ends a stall.
+    func plain(_ method: String, _ url: String, headers: [(String, String)], body: HTTPRequest.Body = .none) -> HTTPRequest {
         var request = HTTPRequest(method: method, url: url, headers: headers, body: body,
                                   connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
                                   totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)

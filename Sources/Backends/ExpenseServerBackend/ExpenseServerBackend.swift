@@ -132,10 +132,8 @@ public final class ExpenseServerBackend: SyncBackend {
             total += size * 1000 / (64 * 1024)
         }
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
-        var http = HTTPRequest(method: request.method, url: settings.baseURL + request.path, headers: headers, body: body,
-                               connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds, totalTimeoutMilliseconds: total)
-        http.lowSpeedSeconds = 30
-        http.caFile = settings.caFile
+        var http = plain(request.method, settings.baseURL + request.path, headers: headers, body: body)
+        http.totalTimeoutMilliseconds = total
         client.start(http) { result in answered(Self.outcome(of: result)) }
     }
 
