@@ -261,4 +261,27 @@ import Testing
         // went: the cut committed what reached the process, some KiB.
         #expect(committed > 0 && committed < 3 << 20, "committed before the kill: \(committed)")
     }
+
+    /// A job whose recorded upload is on another server (the configured
+    /// URL changed since) never asks that server, whose host would get the
+    /// token: the upload starts again on the configured one.
+    @Test func anUploadRecordedOnAnotherServer_isNeverAskedAbout() throws {
+        let elsewhere = try LoopbackHTTPServer { _ in .respond(status: 204, headers: ["Upload-Offset": "0"], body: []) }
+        defer { elsewhere.stop() }
+        let sync = try SyncHarness(daemonArguments: ["--reading", "off"], startServer: false)
+        try sync.daemon.start()
+        let scan = try Self.scan(sync, tag: 30, size: 3 << 20)
+        let id = try Self.add(sync, scan)
+        #expect(sync.daemon.stop() == 0)
+        let db = try Connection(path: "\(sync.daemon.stateDirectory)/expensed.db")
+        try db.execute("UPDATE jobs SET upload_url = ?, upload_offset = 1024 WHERE kind = 'receipt'",
+                       [.text("\(elsewhere.baseURL)/v1/uploads/\(String(repeating: "ab", count: 16))")])
+        #expect(db.changes == 1)
+        try sync.startServer()
+        try sync.daemon.start()
+        defer { sync.daemon.stop() }
+        try sync.waitUntilDrained(timeout: 60)
+        #expect(try Self.serverReceipt(sync, id) == scan)
+        #expect(elsewhere.requests.map { "\($0.method) \($0.path)" } == [])
+    }
 }
