@@ -38,8 +38,9 @@ extension APIExchange {
         let digest = try ReprDigest.sha256(head.values(of: "Repr-Digest"))
         let operation = Self.receiptOperation(user: user, key: key, transactionID: transactionID, digest: digest)
         try claim(user: user, key: key)
-        // The key's upload was completed: a repeat is a replay.
-        if let outcome = try service.storage.replay(operation) {
+        // The key's upload was completed: a repeat is a replay. A read
+        // first: the replay is a write transaction, and most keys are new.
+        if try service.storage.hasIdempotencyRecord(user: user, key: key), let outcome = try service.storage.replay(operation) {
             completion = { [unowned self] in respond(outcome) }
             return
         }
