@@ -111,7 +111,15 @@ public struct Configuration: Sendable, Equatable {
         Key(name: "control_group", flag: "--control-group", valueName: "GROUP", help: "group whose members may use the control socket") { c, v throws(ConfigurationError) in c.controlGroup = try nonEmpty(v) },
         Key(name: "receipt_max_bytes", flag: "--receipt-max-bytes", valueName: "SIZE", help: "largest receipt accepted (default 25M)") { c, v throws(ConfigurationError) in c.receiptMaxBytes = try size(v, 1...(4 << 30)) },
         Key(name: "resumable_upload_min_bytes", flag: "--resumable-upload-min-bytes", valueName: "SIZE|never", help: "receipts at least this large go to expense-server as resumable uploads (default 2M)") { c, v throws(ConfigurationError) in
-            c.resumableUploadMinBytes = v == "never" ? nil : Int64(try size(v, 1...(4 << 30)))
+            guard v != "never" else {
+                c.resumableUploadMinBytes = nil
+                return
+            }
+            do throws(ConfigurationError) {
+                c.resumableUploadMinBytes = Int64(try size(v, 1...(4 << 30)))
+            } catch {
+                throw ConfigurationError("\(error.message), or never")
+            }
         },
         Key(name: "receipt_max_edge", flag: "--receipt-max-edge", valueName: "PIXELS", help: "longest edge of the legible copy a backend is sent (default 2500)") { c, v throws(ConfigurationError) in c.receiptMaxEdge = try count(v, 256...20_000) },
         Key(name: "receipt_max_pixels", flag: "--receipt-max-pixels", valueName: "N", help: "refuse a receipt whose header claims more pixels, before decoding (default 100000000)") { c, v throws(ConfigurationError) in c.receiptMaxPixels = try count(v, 1_000...1_000_000_000) },

@@ -285,6 +285,22 @@ import Testing
         #expect(configuration.backend == .expenseServer)
     }
 
+    /// `resumable_upload_min_bytes`: a size, or `never`; garbage names both.
+    @Test func resumableUploadMinBytes_isASizeOrNever() throws {
+        #expect(try Self.parse("").backendSettings(baseURL: "http://s", deviceID: "d").resumableMinBytes == 2 << 20)
+        #expect(try Self.parse("resumable_upload_min_bytes = 3M\n").resumableUploadMinBytes == 3 << 20)
+        #expect(try Self.parse("", ["--resumable-upload-min-bytes", "never"]).backendSettings(baseURL: "http://s", deviceID: "d").resumableMinBytes == nil)
+        for garbage in ["banana", "0", "-1", "5G", "", "Never"] {
+            #expect(throws: ConfigurationError.self, "\(garbage)") { try Self.parse("resumable_upload_min_bytes = \(garbage)\n") }
+            do {
+                _ = try Self.parse("", ["--resumable-upload-min-bytes", garbage])
+                Issue.record("'\(garbage)' was taken")
+            } catch {
+                #expect("\(error)".contains("or never"), "\(garbage): \(error)")
+            }
+        }
+    }
+
     @Test func ihatemoney_withItsKeys() throws {
         let configuration = try Self.parse("""
             backend = ihatemoney
