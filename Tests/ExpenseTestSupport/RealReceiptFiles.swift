@@ -1,5 +1,6 @@
 import ExpenseCore
 import Foundation
+import Synchronization
 
 /// Receipt files as a phone, a scanner and a PDF printer make them, made
 /// here with Debian's ImageMagick, Ghostscript and img2pdf (installed by
@@ -54,6 +55,28 @@ public enum RealReceiptFiles {
         return [UInt8](data)
     }
 
+    /// The files of ``make(in:)``, made once in a test process (ImageMagick
+    /// spends seconds on each set, most of them on the HEIC) and copied to
+    /// each caller; removed when the process exits.
+    private static let madeOnce = Mutex<(directory: TemporaryDirectory, files: [(name: String, kind: ReceiptKind)])?>(nil)
+
+    /// Copies them into `directory`, made once in this process: see ``makeFiles(in:)``.
+    /// - Returns: each file's name and kind.
+    public static func make(in directory: TemporaryDirectory) throws -> [(name: String, kind: ReceiptKind)] {
+        let (source, files) = try madeOnce.withLock { made in
+            if let made { return made }
+            let source = TemporaryDirectory(prefix: "real-receipts")
+            let made = (directory: source, files: try makeFiles(in: source))
+            atexit { RealReceiptFiles.madeOnce.withLock { $0 = nil } }
+            return made
+        }
+        for file in files {
+            guard let data = FileManager.default.contents(atPath: source.at(file.name)) else { throw TestFailure("\(file.name) was removed") }
+            try data.write(to: URL(fileURLWithPath: directory.at(file.name)))
+        }
+        return files
+    }
+
     /// Makes them in `directory`: `phone.jpg` (EXIF with a thumbnail),
     /// `phone-trailer.jpg` (the same with bytes after EOI), `scan.png`,
     /// `scan.jpg` (progressive), `printer.pdf` (Ghostscript), `scan.pdf`
@@ -61,7 +84,7 @@ public enum RealReceiptFiles {
     /// `phone.heic`, `phone.webp`, `alpha.png`, `scan.tif`, `pages.tif`
     /// (three pages), `scan.pbm`, `scan.pgm`, `scan16.pgm`, `phone.ppm`, `phone.bmp`.
     /// - Returns: each file's name and kind.
-    public static func make(in directory: TemporaryDirectory) throws -> [(name: String, kind: ReceiptKind)] {
+    static func makeFiles(in directory: TemporaryDirectory) throws -> [(name: String, kind: ReceiptKind)] {
         // A phone: a photo with EXIF and its thumbnail; and one with bytes
         // after EOI, as some cameras append.
         try Self.run(Self.convert, ["-size", "64x48", "plasma:fractal", "-quality", "80", directory.at("thumb.jpg")])
