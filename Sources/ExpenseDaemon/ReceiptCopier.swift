@@ -90,7 +90,7 @@ final class ReceiptCopier: Sendable {
             attempt = (try? await worker.executor.run { [decoder, store, stopping = worker.stopping] () -> Attempt in
                 do {
                     let original = try FileDescriptor.open(path, [.readOnly, .noFollow])
-                    switch try decoder.copy(of: original, stopping: stopping) {
+                    switch try decoder.copy(of: original, kind: pending.kind, stopping: stopping) {
                     case .original:
                         return .made(.original)
                     case .copy(let kind, let bytes, _, _, _):

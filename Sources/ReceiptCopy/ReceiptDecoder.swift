@@ -62,8 +62,10 @@ public struct ReceiptDecoder: Sendable {
     }
 
     /// Decodes the receipt `original` (open for reading). Blocking: up to the deadline.
-    public func copy(of original: FileDescriptor, stopping: DecoderStop? = nil) throws(CopyFailure) -> CopyResult {
-        let run = DecoderRun(executable: executable, arguments: settings.arguments, environment: environment,
+    /// - Parameter kind: what the receipt was found to be (``DecoderKindOption``);
+    ///   nil: the decoder is ready for every kind.
+    public func copy(of original: FileDescriptor, kind: ReceiptKind? = nil, stopping: DecoderStop? = nil) throws(CopyFailure) -> CopyResult {
+        let run = DecoderRun(executable: executable, arguments: DecoderKindOption.arguments(kind) + settings.arguments, environment: environment,
                              deadlineMilliseconds: settings.deadlineMilliseconds, cpuSeconds: settings.cpuSeconds, maxOutputBytes: Self.maxOutputBytes)
         return try Self.answer(try run.output(reading: original, stopping: stopping))
     }
@@ -86,4 +88,28 @@ public struct ReceiptDecoder: Sendable {
         }
     }
 
+}
+
+/// The kind the daemon found a receipt to be, first on the decoder's command
+/// line (`--kind bmp`). libvips reads BMP through ImageMagick, which must
+/// start before the sandbox closes and costs about a third of a decoder's
+/// start: it is started only for a receipt said to be a BMP, or said to be
+/// nothing. A receipt that turns out to be a BMP after all is refused.
+public enum DecoderKindOption {
+    public static let flag = "--kind"
+
+    public static func arguments(_ kind: ReceiptKind?) -> [String] { kind.map { [flag, $0.rawValue] } ?? [] }
+
+    /// Takes `--kind KIND` from the front of `arguments`, if it is there.
+    public static func take(_ arguments: inout ArraySlice<String>) throws(CopyFailure) -> ReceiptKind? {
+        guard arguments.first == flag else { return nil }
+        arguments.removeFirst()
+        guard let text = arguments.popFirst(), let kind = ReceiptKind(rawValue: text) else {
+            throw CopyFailure("\(flag) needs one of \(ReceiptKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return kind
+    }
+
+    /// Whether the decoder starts ImageMagick for a receipt said to be `kind`.
+    public static func startsImageMagick(for kind: ReceiptKind?) -> Bool { kind == nil || kind == .bmp }
 }

@@ -3,7 +3,8 @@
 // --read, the receipt's text instead (Reading.swift). Started by expensed
 // for each receipt; never by hand.
 //
-// Order matters: libvips starts (and loads its modules) first, then the
+// Order matters: libvips starts (and loads its modules; ImageMagick only
+// for a receipt the daemon found to be a BMP, `--kind`) first, then the
 // limits and the seccomp filter close the process, and only then is a
 // byte of the receipt read.
 import CDecoder
@@ -19,17 +20,24 @@ let fault = getenv("EXPENSED_DECODER_FAULT").map { String(cString: $0) }
 if arguments.first == "--read" { readReceipt(arguments, fault: fault) }
 
 let settings: CopySettings
-do { settings = try CopySettings(arguments: arguments) } catch {
+let told: ReceiptKind?
+do {
+    var rest = arguments[...]
+    told = try DecoderKindOption.take(&rest)
+    settings = try CopySettings(arguments: Array(rest))
+} catch {
     FileHandleWriter.standardError("expensed-decode: \(error)\n")
     exit(64)
 }
-guard cdecoder_start() == 0 else { fail(String(cString: cdecoder_error())) }
+let withImageMagick = DecoderKindOption.startsImageMagick(for: told)
+guard cdecoder_start(withImageMagick ? 1 : 0) == 0 else { fail(String(cString: cdecoder_error())) }
 closeTheProcess(memoryBytes: settings.memoryBytes, cpuSeconds: settings.cpuSeconds)
 
 let bytes = readInput()
 actOnFault(fault)
 
 guard let kind = ReceiptKind.detect(bytes) else { refuse("is not an image the decoder reads") }
+if kind == .bmp && !withImageMagick { refuse("is a BMP, but was taken as \(told?.rawValue ?? "another kind")") }
 if kind == .pdf {
     FileHandleWriter.standardOutput(Array("original\n".utf8))
     exit(0)

@@ -83,10 +83,13 @@ import Testing
                               environment: fault.map { ["EXPENSED_DECODER_FAULT": $0] } ?? [:])
     }
 
-    @Test func everyKind_becomesWhatItsPlanSays() throws {
+    /// Told the kind the daemon found (ImageMagick started for a BMP only)
+    /// or not told, each file becomes the same copy.
+    @Test(arguments: [false, true])
+    func everyKind_becomesWhatItsPlanSays(toldItsKind: Bool) throws {
         let directory = TemporaryDirectory(prefix: "decoder")
         for (name, kind) in try RealReceiptFiles.make(in: directory) {
-            let result = try Self.decoder().copy(of: try FileDescriptor.open(directory.at(name), .readOnly))
+            let result = try Self.decoder().copy(of: try FileDescriptor.open(directory.at(name), .readOnly), kind: toldItsKind ? kind : nil)
             switch (kind, name) {
             case (.pdf, _):
                 #expect(result == .original, "\(name)")
@@ -109,6 +112,26 @@ import Testing
         SampleReceipt.write(ReceiptBytes.make(.jpeg, size: 2000), to: path)
         let decoder = Self.decoder(deadline: 1000, fault: fault)
         #expect(throws: CopyFailure(reason)) { try decoder.copy(of: try FileDescriptor.open(path, .readOnly)) }
+    }
+
+    /// ImageMagick is not started for a receipt said to be another kind: a
+    /// BMP in its place is refused, not read by a half-started decoder.
+    @Test func aBMPTakenForAnotherKind_isRefused_andAKindItDoesNotKnowIsAUsageError() throws {
+        let directory = TemporaryDirectory(prefix: "decoder-kind")
+        let files = try RealReceiptFiles.make(in: directory)
+        #expect(files.contains { $0.name == "phone.bmp" && $0.kind == .bmp })
+        let bmp = directory.at("phone.bmp")
+        #expect(throws: CopyFailure("is a BMP, but was taken as jpeg")) {
+            try Self.decoder().copy(of: try FileDescriptor.open(bmp, .readOnly), kind: .jpeg)
+        }
+        guard case .copy(.jpeg, _, _, _, 1) = try Self.decoder().copy(of: try FileDescriptor.open(bmp, .readOnly), kind: .bmp) else {
+            Issue.record("a BMP said to be one is not copied"); return
+        }
+        for garbage in [["--kind"], ["--kind", "gif"], ["--kind", ""], ["--kind", "BMP"]] {
+            let result = try runCommand(BuiltProducts.path("expensed-decode"), garbage + CopySettings().arguments, timeout: 60)
+            #expect(result.status == 64, "\(garbage): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("--kind needs one of jpeg, png, pdf, heif, webp, tiff, pnm, bmp"), "\(garbage): \(result.stderr)")
+        }
     }
 
     @Test func aMissingDecoder_isAReason_notACrash() throws {

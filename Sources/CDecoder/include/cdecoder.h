@@ -7,8 +7,9 @@
 #include <stdint.h>
 
 /// Starts libvips (and loads its format modules) while files may still be
-/// opened. 0 on success.
-int cdecoder_start(void);
+/// opened; with `with_imagemagick`, ImageMagick too, which libvips reads BMP
+/// through and which must start before the sandbox closes. 0 on success.
+int cdecoder_start(int with_imagemagick);
 
 /// Hard limits on the process: address space, CPU seconds, open files; no
 /// core files and no file may grow. 0 on success, else -errno.
