@@ -170,6 +170,13 @@ public final class HTTPConnection {
         return false
     }
 
+    /// Whether the server has sent something, or closed, that is not read
+    /// yet: a look that does not wait.
+    public var hasAnswered: Bool {
+        var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return !buffer.isEmpty || poll(&fds, 1, 0) > 0
+    }
+
     /// Half-closes the sending side: the server sees the end of the request stream.
     public func shutdownWrite() { Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 
