@@ -106,18 +106,6 @@ public final class FavaProcess: @unchecked Sendable {
     /// A new connection to fava (it keeps connections alive).
     public func connect(timeout: Double = 60) throws -> HTTPConnection { try HTTPConnection(port: port, timeout: timeout) }
 
-    /// `GET <base>/api/changed`: makes fava reload the ledger if the file
-    /// changed. Its queries see a write only after this.
-    /// - Returns: whether it reloaded.
-    @discardableResult
-    public func changed() throws -> Bool {
-        let answer = try connect().request("GET", "\(apiPath)/changed")
-        guard answer.status == 200, let reloaded = answer.json?["data"] as? Bool else {
-            throw TestFailure("fava changed: \(answer.status) \(answer.text.prefix(300))")
-        }
-        return reloaded
-    }
-
     private func start(port requestedPort: UInt16) throws {
         let fava = try PythonVenv.executable("fava")
         for _ in 0..<5 {
@@ -145,17 +133,23 @@ public final class FavaProcess: @unchecked Sendable {
         throw TestFailure("fava: no free port found in five tries")
     }
 
-    /// The slug fava redirects `/` to, once `/<slug>/api/options` shows that
+    /// The slug fava redirects `/` to, once `/<slug>/api/source` shows that
     /// the fava answering is the one serving `ledgerPath` (and not some
     /// other process that took the port).
+    ///
+    /// Neither request makes fava reread its ledger: fava 1.30 rereads it
+    /// (`changed()`, which `/api/options` and every page call) without the
+    /// lock its own writes hold, so a reread while a daemon's `add_entries`
+    /// is writing the file loads half a ledger, without its title, and fava
+    /// then serves it under another slug. A restart while a daemon is
+    /// sending must not poll fava into that.
     static func servedSlug(port: UInt16, ledgerPath: String) -> String? {
         guard let root = try? HTTPConnection(port: port, timeout: 10).request("GET", "/"),
               root.status == 302, let location = root.header("Location") else { return nil }
         let slug = location.split(separator: "/").first.map(String.init) ?? ""
-        guard !slug.isEmpty, let options = try? HTTPConnection(port: port, timeout: 30).request("GET", "/\(slug)/api/options"),
-              let data = options.json?["data"] as? [String: Any],
-              let beancount = data["beancount_options"] as? [String: Any],
-              beancount["filename"] as? String == ledgerPath else { return nil }
+        guard !slug.isEmpty, let source = try? HTTPConnection(port: port, timeout: 30).request("GET", "/\(slug)/api/source"),
+              let data = source.json?["data"] as? [String: Any],
+              data["file_path"] as? String == ledgerPath else { return nil }
         return slug
     }
 }
