@@ -147,7 +147,7 @@ let package = Package(
         // expensectl against a real daemon: help, exit statuses, --json shapes.
         .testTarget(name: "ExpenseCtlTests", dependencies: ["ExpenseCtl", "ExpenseCore", "ExpenseTestSupport"], exclude: ["Help"]),
         // The real backends (ihatemoney, fava) started on loopback, and the fault proxy.
-        .testTarget(name: "BackendTests", dependencies: ["IhatemoneyBackend", "SyncEngine", "ExpenseTestSupport", "ExpenseCore", "Curl", "SQLite", "Digest"]),
+        .testTarget(name: "BackendTests", dependencies: ["IhatemoneyBackend", "FavaBackend", "SyncEngine", "ExpenseTestSupport", "ExpenseCore", "Curl", "SQLite", "Digest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ExpenseCore", "ExpenseTestSupport", "SQLite", "Posix"]),
     ],
     swiftLanguageModes: [.v6]

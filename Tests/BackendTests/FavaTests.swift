@@ -168,6 +168,39 @@ final class FavaHarness: @unchecked Sendable {
         #expect(ledger.documentEntries.first { $0.filename.contains(ids[0]) }?.sha256 == Hex.encode(SHA256.hash(bytes)))
     }
 
+    /// fava 1.30 rereads its ledger without the lock its writes hold, so a
+    /// reread of a half-written file (its page asks every 5 s) loses the
+    /// title, and fava serves the ledger under the slug of no title,
+    /// answering 404 pages at ours until it reads the file again. Made
+    /// here by a reread of the ledger without its title, then the title
+    /// written back: the daemon finds fava under the other slug, has it
+    /// read the file again (nothing else asks it to), and the expense
+    /// arrives once.
+    @Test func ledgerServedUnderAnotherSlug_isReadAgain_andTheExpenseArrivesOnce() throws {
+        let h = try FavaHarness()
+        let original = try String(contentsOfFile: h.fava.ledgerPath, encoding: .utf8)
+        let untitled = original.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("option \"title\"") }
+        #expect(untitled.count < original.split(separator: "\n", omittingEmptySubsequences: false).count, "the ledger had a title")
+        try untitled.joined(separator: "\n").write(toFile: h.fava.ledgerPath, atomically: false, encoding: .utf8)
+        func served() throws -> String? { try h.fava.connect().request("GET", "/").header("Location") }
+        try waitUntil(timeout: 60, "fava to serve the ledger without its title") {
+            _ = try h.fava.connect().request("GET", "\(h.fava.apiPath)/changed")
+            return try served()?.contains("/beancount/") == true
+        }
+        try original.write(toFile: h.fava.ledgerPath, atomically: false, encoding: .utf8)
+        // Later than the reread, whatever the clock's grain: fava's watcher goes by it.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 2)], ofItemAtPath: h.fava.ledgerPath)
+        #expect(try h.fava.connect().request("GET", "\(h.fava.apiPath)/changed").status == 404, "fava answers nothing at the ledger's slug")
+
+        try h.daemon.start()
+        let id = try h.add(merchant: "Bakery", amount: "3.00")
+        try waitUntil(timeout: 90, "the expense to reach fava") { try h.daemon.ctlJSON(["show", id])["state"] == "synced" }
+        #expect(try served()?.contains("/\(h.fava.slug)/") == true, "fava serves the ledger under its title again")
+        let ledger = try h.fava.loadLedger()
+        #expect(ledger.transactions(linked: id).count == 1 && ledger.transactions.count == 1, "\(ledger.transactions.count)")
+        #expect(h.daemon.log.contains("its ledger under /beancount, not /\(h.fava.slug)"), "\(h.daemon.log.suffix(2000))")
+    }
+
     @Test func editAndDelete_needAttentionSayingToChangeTheLedgerByHand() throws {
         let h = try FavaHarness()
         try h.daemon.start()

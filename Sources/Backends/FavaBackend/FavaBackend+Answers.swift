@@ -8,7 +8,7 @@ import SyncEngine
 extension FavaBackend {
     /// A write's outcome. A 2xx whose body is not fava's `{"data": …}` is
     /// transient: the write's fate is unknown, so the next send looks first.
-    static func outcome(ofWrite result: Result<HTTPResponse, TransportError>, applied: () -> (CanonicalExpense, String)) -> SyncOutcome {
+    static func outcome(ofWrite result: Result<HTTPResponse, SyncOutcomeError>, applied: () -> (CanonicalExpense, String)) -> SyncOutcome {
         switch data(result, what: "answer") {
         case .failure(let box): return box.outcome
         case .success:
@@ -18,14 +18,14 @@ extension FavaBackend {
     }
 
     /// The `data` member of a fava answer, or the outcome the answer is.
-    static func data(_ result: Result<HTTPResponse, TransportError>, what: String) -> Result<JSONValue, SyncOutcomeError> {
+    static func data(_ result: Result<HTTPResponse, SyncOutcomeError>, what: String) -> Result<JSONValue, SyncOutcomeError> {
         let response: HTTPResponse
         switch result {
-        case .failure(let error): return .failure(SyncOutcomeError(.unanswered(reason: error.message, requestSent: error.requestSent)))
+        case .failure(let box): return .failure(box)
         case .success(let r): response = r
         }
         let status = response.status
-        let isJSON = response.header("content-type")?.lowercased().hasPrefix("application/json") ?? false
+        let isJSON = isJSON(response)
         let value = isJSON ? try? JSONValue.parse(response.body) : nil
         if (200..<300).contains(status) {
             guard let data = value?["data"] else {
@@ -45,5 +45,80 @@ extension FavaBackend {
                                                                retryAfterMilliseconds: response.header("retry-after").flatMap(Backoff.parseRetryAfter)))))
         default: return .failure(SyncOutcomeError(.failed(SyncFailure(.rejected, summary: summary))))
         }
+    }
+}
+
+// A ledger fava serves under another slug. fava 1.30 rereads its ledger
+// (`changed()`, which its own page asks every 5 s) without the lock its
+// writes hold: a reread while an `add_entries` is writing the file loads
+// half a ledger, without its `title`, and fava serves that under the slug
+// of no title (`beancount`), answering a 404 page at ours until it reads
+// the file again. Nothing was written by a request answered so.
+extension FavaBackend {
+    /// Sends `request`; a 404 page is checked with ``ledgerElsewhere()``
+    /// and, when fava serves its ledger under another slug, answered as
+    /// what that is.
+    func send(_ request: HTTPRequest) async -> Result<HTTPResponse, SyncOutcomeError> {
+        let result = await client.send(request)
+        if case .success(let response) = result, response.status == 404, !Self.isJSON(response), let elsewhere = await ledgerElsewhere() {
+            return .failure(elsewhere)
+        }
+        return result.mapError { SyncOutcomeError(.unanswered(reason: $0.message, requestSent: $0.requestSent)) }
+    }
+
+    /// The `data` of the answer to `request` (``data(_:what:)``).
+    func data(_ request: HTTPRequest, what: String) async -> Result<JSONValue, SyncOutcomeError> {
+        Self.data(await send(request), what: what)
+    }
+
+    /// After a 404 page: which ledger `GET <root>/` redirects to (fava's
+    /// first). Under our slug, nil: the 404 was about something else.
+    /// Under another, fava is asked to read its file again (`GET
+    /// <root>/<that slug>/api/changed`), and the request is tried again
+    /// (transient): fava's watcher may notice the finished write only
+    /// later; a ledger whose title really changed needs attention once the
+    /// transient budget is spent, with the `server` to set in its summary.
+    func ledgerElsewhere() async -> SyncOutcomeError? {
+        guard let (root, ours) = Self.rootAndSlug(of: settings.baseURL),
+              let served = await servedSlug(root: root), served != ours else { return nil }
+        _ = await client.send(request(url: "\(root)/\(served)/api/changed"))
+        let summary = await servedSlug(root: root) == ours
+            ? "404 fava served its ledger under /\(served), not /\(ours), having read the file while it was being written; it has read it again"
+            : "404 fava serves its ledger under /\(served), not /\(ours): it read the file while it was being written (it was asked to read it again), or the ledger's title changed (then set server = \(root)/\(served))"
+        return SyncOutcomeError(.failed(SyncFailure(.transient, summary: summary)))
+    }
+
+    /// The first path segment of where `GET <root>/` redirects, below the root's own path.
+    func servedSlug(root: String) async -> String? {
+        guard case .success(let response) = await client.send(request(url: root + "/")), (300..<400).contains(response.status),
+              let location = response.header("location") else { return nil }
+        return Self.slug(inLocation: location, root: root)
+    }
+
+    /// `http://host:port/prefix/slug` → (`http://host:port/prefix`, `slug`).
+    static func rootAndSlug(of baseURL: String) -> (String, String)? {
+        guard let slash = baseURL.lastIndex(of: "/") else { return nil }
+        let root = String(baseURL[..<slash])
+        let slug = String(baseURL[baseURL.index(after: slash)...])
+        return root.hasSuffix("/") || !root.contains("://") || slug.isEmpty ? nil : (root, slug)
+    }
+
+    /// The slug in a redirect's `Location` (absolute, or a path), below `root`'s path.
+    static func slug(inLocation location: String, root: String) -> String? {
+        func path(_ url: String) -> Substring {
+            let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return Substring(url) }
+            return parts[1].firstIndex(of: "/").map { parts[1][$0...] } ?? ""
+        }
+        let rootPath = path(root)
+        var target = path(location)
+        guard target.hasPrefix(rootPath + "/") else { return nil }
+        target = target.dropFirst(rootPath.count + 1)
+        let slug = target.prefix { $0 != "/" && $0 != "?" }
+        return slug.isEmpty ? nil : String(slug)
+    }
+
+    static func isJSON(_ response: HTTPResponse) -> Bool {
+        response.header("content-type")?.lowercased().hasPrefix("application/json") ?? false
     }
 }

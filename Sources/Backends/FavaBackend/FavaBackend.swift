@@ -98,7 +98,7 @@ public final class FavaBackend: SyncBackend {
         }
         var request = request("PUT", "/api/add_entries", json: ["entries": .array([transaction.json])])
         request.isReplaySafe = false
-        let result = await client.send(request)
+        let result = await send(request)
         return Self.outcome(ofWrite: result) {
             (transaction.expense(clientID: job.uuid, now: Timestamp.format(milliseconds: Clock.wallMilliseconds)), "200 stored")
         }
@@ -137,7 +137,7 @@ public final class FavaBackend: SyncBackend {
                                   connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
                                   totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds + Int64(bytes.count) * 1000 / (64 * 1024))
         request.isReplaySafe = false
-        let result = await client.send(request)
+        let result = await send(request)
         let receiptURL = "\(settings.baseURL)/document/?filename=\(FavaQuery.percentEncoded("\(folder)/\(found.expenseAccount.split(separator: ":").joined(separator: "/"))/\(filename)"))"
         // Already there: an earlier upload of this very file got through.
         if case .success(let response) = result, response.status == 409 {
@@ -165,13 +165,11 @@ public final class FavaBackend: SyncBackend {
     /// - Parameter lookedUp: the marker the condition asks for, which a row
     ///   found by its link alone carries without the metadata.
     func entries(where condition: String, lookedUp: (transactionID: String, clientID: String?)? = nil) async -> Result<[FavaEntry], SyncOutcomeError> {
-        let changed = await client.send(request("GET", "/api/changed"))
-        if case .failure(let box) = Self.data(changed, what: "changed") { return .failure(box) }
+        if case .failure(let box) = await data(request("GET", "/api/changed"), what: "changed") { return .failure(box) }
         // `str(number)`: fava sends a Decimal as a JSON number, which would
         // lose its digits (99.00 read as 99.0); a string keeps them.
         let query = "SELECT id, date, payee, narration, entry_meta('transaction_id'), entry_meta('client_id'), account, str(number), currency WHERE \(condition)"
-        let result = await client.send(request("GET", "/api/query?query_string=" + FavaQuery.percentEncoded(query)))
-        switch Self.data(result, what: "query") {
+        switch await data(request("GET", "/api/query?query_string=" + FavaQuery.percentEncoded(query)), what: "query") {
         case .failure(let box): return .failure(box)
         case .success(let data):
             guard let entries = FavaEntry.entries(fromQuery: data, funding: settings.fundingAccount, lookedUp: lookedUp) else {
@@ -184,7 +182,7 @@ public final class FavaBackend: SyncBackend {
     /// The ledger's `documents` folder, as `add_document` wants it.
     func documents() async -> Result<String, SyncOutcomeError> {
         if let known = documentsFolder.withLock({ $0 }) { return .success(known) }
-        switch Self.data(await client.send(request("GET", "/api/options")), what: "options") {
+        switch await data(request("GET", "/api/options"), what: "options") {
         case .failure(let box): return .failure(box)
         case .success(let data):
             guard let folder = data["beancount_options"]?["documents"]?.stringValue.flatMap(Self.firstOfPythonList) else {
@@ -233,6 +231,12 @@ public final class FavaBackend: SyncBackend {
 
     public func shutdown() {
         client.shutdown()
+    }
+
+    /// `GET url`, with the settings' timeouts.
+    func request(url: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: url, connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
+                    totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
     }
 
     func request(_ method: String, _ path: String, json: JSONValue? = nil) -> HTTPRequest {
