@@ -201,6 +201,23 @@ final class FavaHarness: @unchecked Sendable {
         #expect(h.daemon.log.contains("its ledger under /beancount, not /\(h.fava.slug)"), "\(h.daemon.log.suffix(2000))")
     }
 
+    /// A `server` naming a slug fava does not serve (a typo, or a title
+    /// changed) needs attention, its error naming the `server` to set;
+    /// fava's `beancount` slug is not involved, so nothing is retried.
+    @Test func aServerNamingAnotherLedger_needsAttentionNamingTheOneFavaServes() throws {
+        let h = try FavaHarness()
+        let configuration = h.directory.at("expensed.conf")
+        let text = try String(contentsOfFile: configuration, encoding: .utf8)
+        try text.replacingOccurrences(of: "/\(h.fava.slug)\n", with: "/househld\n").write(toFile: configuration, atomically: true, encoding: .utf8)
+        try h.daemon.start()
+        let id = try h.add(merchant: "Cafe", amount: "4.00")
+        try waitUntil(timeout: 60, "the create to need attention") { try h.daemon.ctlJSON(["show", id])["state"] == "needs_attention" }
+        let job = try #require(try h.daemon.ctlJSON(["show", id])["jobs"]?.arrayValue?.first)
+        #expect(job["last_error_class"] == "rejected")
+        #expect(job["last_error"]?.stringValue?.contains("set server = http://127.0.0.1:\(h.fava.port)/\(h.fava.slug)") == true, "\(job.serialized())")
+        #expect(try h.fava.loadLedger().transactions.isEmpty)
+    }
+
     @Test func editAndDelete_needAttentionSayingToChangeTheLedgerByHand() throws {
         let h = try FavaHarness()
         try h.daemon.start()

@@ -74,19 +74,28 @@ extension FavaBackend {
     /// After a 404 page: which ledger `GET <root>/` redirects to (fava's
     /// first). Under our slug, nil: the 404 was about something else.
     /// Under another, fava is asked to read its file again (`GET
-    /// <root>/<that slug>/api/changed`), and the request is tried again
-    /// (transient): fava's watcher may notice the finished write only
-    /// later; a ledger whose title really changed needs attention once the
-    /// transient budget is spent, with the `server` to set in its summary.
+    /// <root>/<that slug>/api/changed`). Back under ours, or still under
+    /// `beancount` (the slug of a ledger read without its title: fava's
+    /// watcher may notice the finished write only later), the request is
+    /// tried again (transient). Under any other slug the ledger's title
+    /// changed, or `server` names the wrong one: rejected, with the
+    /// `server` to set.
     func ledgerElsewhere() async -> SyncOutcomeError? {
         guard let (root, ours) = Self.rootAndSlug(of: settings.baseURL),
               let served = await servedSlug(root: root), served != ours else { return nil }
         _ = await client.send(request(url: "\(root)/\(served)/api/changed"))
-        let summary = await servedSlug(root: root) == ours
-            ? "404 fava served its ledger under /\(served), not /\(ours), having read the file while it was being written; it has read it again"
-            : "404 fava serves its ledger under /\(served), not /\(ours): it read the file while it was being written (it was asked to read it again), or the ledger's title changed (then set server = \(root)/\(served))"
-        return SyncOutcomeError(.failed(SyncFailure(.transient, summary: summary)))
+        let now = await servedSlug(root: root) ?? served
+        if now == ours {
+            return SyncOutcomeError(.failed(SyncFailure(.transient, summary: "404 fava served its ledger under /\(served), not /\(ours), having read the file without its title while it was being written; it has read it again")))
+        }
+        if now == Self.untitledSlug {
+            return SyncOutcomeError(.failed(SyncFailure(.transient, summary: "404 fava serves its ledger under /\(now), not /\(ours): it read the file without its title, likely while it was being written, and was asked to read it again")))
+        }
+        return SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "404 fava serves its ledger under /\(now), not /\(ours): set server = \(root)/\(now)")))
     }
+
+    /// fava's slug for a ledger without a `title` option (beancount's default title).
+    static let untitledSlug = "beancount"
 
     /// The first path segment of where `GET <root>/` redirects, below the root's own path.
     func servedSlug(root: String) async -> String? {
