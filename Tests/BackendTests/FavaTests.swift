@@ -293,8 +293,10 @@ final class FavaHarness: @unchecked Sendable {
         try h.waitUntilDrained()
         let text = try String(contentsOfFile: h.fava.ledgerPath, encoding: .utf8)
         #expect(text.contains("10.00 EUR"))
+        // Replaced whole, as an editor saves: the daemon's refreshes go on
+        // meanwhile, and fava rereading a half-written file would lose its title.
         try text.replacingOccurrences(of: "-10.00 EUR", with: "-11.25 EUR").replacingOccurrences(of: " 10.00 EUR", with: " 11.25 EUR")
-            .write(toFile: h.fava.ledgerPath, atomically: false, encoding: .utf8)
+            .write(toFile: h.fava.ledgerPath, atomically: true, encoding: .utf8)
         #expect(try h.daemon.ctl(["sync", "--refresh", "--wait"]).status == 0)
         try waitUntil(timeout: 30, "the refresh to show the change") { try h.daemon.ctlJSON(["show", id])["amount"] == "11.25" }
     }
