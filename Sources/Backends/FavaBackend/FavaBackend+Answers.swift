@@ -78,8 +78,10 @@ extension FavaBackend {
     /// `beancount` (the slug of a ledger read without its title: fava's
     /// watcher may notice the finished write only later), the request is
     /// tried again (transient). Under any other slug the ledger's title
-    /// changed, or `server` names the wrong one: rejected, with the
-    /// `server` to set.
+    /// changed, or `server` names the wrong one: rejected, naming the slug
+    /// of fava's first ledger. (`/` names only the first: a fava serving
+    /// several ledgers, ours not the first, is told to reread only when
+    /// its first lost its title.)
     func ledgerElsewhere() async -> SyncOutcomeError? {
         guard let (root, ours) = Self.rootAndSlug(of: settings.baseURL),
               let served = await servedSlug(root: root), served != ours else { return nil }
@@ -91,7 +93,7 @@ extension FavaBackend {
         if now == Self.untitledSlug {
             return SyncOutcomeError(.failed(SyncFailure(.transient, summary: "404 fava serves its ledger under /\(now), not /\(ours): it read the file without its title, likely while it was being written, and was asked to read it again")))
         }
-        return SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "404 fava serves its ledger under /\(now), not /\(ours): set server = \(root)/\(now)")))
+        return SyncOutcomeError(.failed(SyncFailure(.rejected, summary: "404 fava serves no ledger under /\(ours); its first is under /\(now): set server = \(root)/\(now) if that is the ledger")))
     }
 
     /// fava's slug for a ledger without a `title` option (beancount's default title).

@@ -233,20 +233,20 @@ public final class FavaBackend: SyncBackend {
         client.shutdown()
     }
 
-    /// `GET url`, with the settings' timeouts.
-    func request(url: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: url, connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
-                    totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
+    /// A request to `<base><path>` (`<base>/api/…`), with the settings' timeouts.
+    func request(_ method: String, _ path: String, json: JSONValue? = nil) -> HTTPRequest {
+        request(method, url: settings.baseURL + path, json: json)
     }
 
-    func request(_ method: String, _ path: String, json: JSONValue? = nil) -> HTTPRequest {
+    /// A request to `url`, with the settings' timeouts.
+    func request(_ method: String = "GET", url: String, json: JSONValue? = nil) -> HTTPRequest {
         var headers: [(String, String)] = []
         var body = HTTPRequest.Body.none
         if let json {
             headers.append(("Content-Type", "application/json"))
             body = .bytes(json.serializedBytes())
         }
-        return HTTPRequest(method: method, url: settings.baseURL + path, headers: headers, body: body,
+        return HTTPRequest(method: method, url: url, headers: headers, body: body,
                            connectTimeoutMilliseconds: settings.connectTimeoutMilliseconds,
                            totalTimeoutMilliseconds: settings.requestTimeoutMilliseconds)
     }
