@@ -34,9 +34,10 @@ import Testing
 
     /// Stops the daemon for the length of `body` (it reads no events), so a
     /// test can set things up that it must see only afterwards.
-    func whilePaused(_ body: () throws -> Void) rethrows {
-        daemon.process?.signal(SIGSTOP)
-        defer { daemon.process?.signal(SIGCONT) }
+    func whilePaused(_ body: () throws -> Void) throws {
+        let process = try #require(daemon.process)
+        defer { process.thaw() }
+        try process.freeze()
         try body()
     }
 

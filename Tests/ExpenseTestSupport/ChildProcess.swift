@@ -72,6 +72,36 @@ public final class ChildProcess: Sendable {
         subprocess.signal(signal)
     }
 
+    /// `SIGSTOP`, and back once every thread of the process is stopped. The
+    /// kernel wakes one thread to take the signal and stops the others only
+    /// when that one runs: until then, under load, a thread that was
+    /// waiting (for inotify events, a socket, a timer) runs on and does its
+    /// work, so a test that needs the process still must wait for this.
+    public func freeze() throws {
+        signal(SIGSTOP)
+        try waitUntil("\(name) (pid \(pid)) to be stopped, every thread") {
+            guard isRunning else { throw TestFailure("\(name) exited while being stopped: \(standardError.suffix(2000))") }
+            let states = try threadStates()
+            return !states.isEmpty && states.allSatisfy { $0 == "T" }
+        }
+    }
+
+    /// `SIGCONT`: the process frozen by `freeze()` goes on.
+    public func thaw() {
+        signal(SIGCONT)
+    }
+
+    /// The state letter of each thread (`/proc/PID/task/*/stat`: R, S, D, T…).
+    func threadStates() throws -> [Character] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").compactMap { task in
+            // A thread that ended between the listing and the read is no thread.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8) else { return nil }
+            // The state is the first field after the command name, which is in parentheses.
+            guard let close = stat.lastIndex(of: ")") else { throw TestFailure("cannot read /proc/\(pid)/task/\(task)/stat: \(stat)") }
+            return stat[stat.index(after: close)...].first { $0 != " " }
+        }
+    }
+
     /// `kill -9`: the crash every durability test relies on.
     public func crash() {
         subprocess.signal(SIGKILL)

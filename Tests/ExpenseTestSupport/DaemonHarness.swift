@@ -97,6 +97,20 @@ public final class DaemonHarness: @unchecked Sendable {
 
     public var log: String { process?.standardError ?? "" }
 
+    /// Waits until fault point `point` hangs a thread of the daemon and its
+    /// watchdog withholds the pings for it. A daemon starved of CPU may
+    /// withhold them earlier and resume: the last of the two words counts.
+    /// Once the thread hangs, no tick is healthy again.
+    public func waitForWithheldPings(hangingAt point: String) throws {
+        try waitUntil(timeout: 30, "fault point \(point) to hang and the watchdog pings to be withheld") {
+            let log = self.log
+            guard log.contains("fault point \(point): hanging this thread"),
+                  let withheld = log.range(of: "withholding watchdog pings", options: .backwards) else { return false }
+            guard let resumed = log.range(of: "watchdog pings resumed", options: .backwards) else { return true }
+            return resumed.lowerBound < withheld.lowerBound
+        }
+    }
+
     /// The number of drain passes this daemon's log says have ended (its
     /// debug lines "Drain pass N ended": start it with `EXPENSED_DEBUG`).
     public var passesEnded: Int {
