@@ -20,9 +20,9 @@ final class IhatemoneyAccountHarness: @unchecked Sendable {
     ///   - odds: put a fault proxy with these odds between daemon and ihatemoney.
     init(payers: [String: String] = ["alice": "Alice", "bob": "Bob"], odds: FaultProxy.Odds? = nil,
          daemonArguments: [String] = [], environment: [String: String] = [:]) throws {
-        try FileManager.default.createDirectory(atPath: directory.at("ihatemoney"), withIntermediateDirectories: true)
-        let ihatemoney = try IhatemoneyProcess(directory: directory.at("ihatemoney"))
-        let project = try ihatemoney.makeProject(members: ["Alice", "Bob", "Carol"])
+        // The test process's ihatemoney, with a project of this test's own.
+        let ihatemoney = try IhatemoneyProcess.shared()
+        let project = try ihatemoney.makeProject(IhatemoneyProcess.uniqueProjectID(), members: ["Alice", "Bob", "Carol"])
         let proxy = try odds.map { try FaultProxy(backendPort: ihatemoney.port, odds: $0, seed: 23) }
         self.ihatemoney = ihatemoney
         self.project = project
@@ -53,7 +53,6 @@ final class IhatemoneyAccountHarness: @unchecked Sendable {
     deinit {
         daemon.stop()
         proxy?.stop()
-        ihatemoney.stop()
         users.remove()
     }
 

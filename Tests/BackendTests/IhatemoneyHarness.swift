@@ -16,9 +16,9 @@ final class IhatemoneyHarness: @unchecked Sendable {
     ///   - privateCode: what the daemon's token file holds (a wrong one for refused credentials).
     init(odds: FaultProxy.Odds? = nil, privateCode: String? = nil, configuration: String = "", daemonArguments: [String] = [],
          environment: [String: String] = [:], spool: Bool = false) throws {
-        try FileManager.default.createDirectory(atPath: directory.at("ihatemoney"), withIntermediateDirectories: true)
-        let ihatemoney = try IhatemoneyProcess(directory: directory.at("ihatemoney"))
-        let project = try ihatemoney.makeProject(members: ["Alice", "Bob", "Carol"])
+        // The test process's ihatemoney, with a project of this test's own.
+        let ihatemoney = try IhatemoneyProcess.shared()
+        let project = try ihatemoney.makeProject(IhatemoneyProcess.uniqueProjectID(), members: ["Alice", "Bob", "Carol"])
         let proxy = try odds.map { try FaultProxy(backendPort: ihatemoney.port, odds: $0, seed: 16) }
         self.ihatemoney = ihatemoney
         self.project = project
@@ -46,7 +46,6 @@ final class IhatemoneyHarness: @unchecked Sendable {
     deinit {
         daemon.stop()
         proxy?.stop()
-        ihatemoney.stop()
     }
 
     /// Bills in ihatemoney's own database.

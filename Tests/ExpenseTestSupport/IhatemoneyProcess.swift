@@ -1,5 +1,6 @@
 import Foundation
 import SQLite
+import Synchronization
 
 /// A running ihatemoney (from the test venv, `ihatemoney run`: Flask's
 /// development server, threaded) on 127.0.0.1, with a settings file and a
@@ -31,6 +32,33 @@ public final class IhatemoneyProcess: @unchecked Sendable {
     }
 
     deinit { if child != nil { stop() } }
+
+    /// The ihatemoney of the whole test process, started at the first call
+    /// and stopped when the process exits: a test that needs only a project
+    /// of its own makes one here (``uniqueProjectID()``), and saves the
+    /// seconds of CPU a start costs (Flask, SQLAlchemy, the migration). A
+    /// test that stops, kills or restarts ihatemoney starts its own.
+    public static func shared() throws -> IhatemoneyProcess {
+        try sharedInstance.withLock { instance in
+            if let instance { return instance }
+            let directory = TemporaryDirectory(prefix: "ihm-shared")
+            let started = try IhatemoneyProcess(directory: directory.path)
+            instance = started
+            sharedDirectory.withLock { $0 = directory }
+            atexit {
+                IhatemoneyProcess.sharedInstance.withLock { $0 = nil }
+                IhatemoneyProcess.sharedDirectory.withLock { $0 = nil }
+            }
+            return started
+        }
+    }
+    private static let sharedInstance = Mutex<IhatemoneyProcess?>(nil)
+    private static let sharedDirectory = Mutex<TemporaryDirectory?>(nil)
+
+    /// A project id no other test of the process uses: `household-` and 8 hex digits.
+    public static func uniqueProjectID() -> String {
+        "household-" + UUID().uuidString.prefix(8).lowercased()
+    }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
