@@ -177,7 +177,9 @@ private struct SpoolWatchLoop {
 
     mutating func run() {
         countRejected()
-        scan()
+        if scan() {
+            watcher.logger.debug("Scanned spool directory '\(watcher.directory.path)' at start")
+        }
         nextScan = watcher.scanIntervalMilliseconds.map { Self.now + $0 }
         while true {
             let now = Self.now
@@ -291,7 +293,9 @@ private struct SpoolWatchLoop {
     /// - Parameter onlyNew: a periodic scan: names that wait, are being
     ///   taken, or are being watched for writes already are left as they
     ///   are (arriving again would make them wait anew).
-    mutating func scan(onlyNew: Bool = false) {
+    /// - Returns: whether the spool could be listed.
+    @discardableResult
+    mutating func scan(onlyNew: Bool = false) -> Bool {
         let names: [FileName]
         do {
             names = try watcher.directory.names()
@@ -302,7 +306,7 @@ private struct SpoolWatchLoop {
                 watcher.logger.error("Failed to scan spool directory '\(watcher.directory.path)': \(error.reason)\(onlyNew ? "; trying again every \(DurationText.describe(milliseconds: watcher.scanIntervalMilliseconds ?? 0))" : "")")
             }
             periodicScanFailed = periodicScanFailed || onlyNew
-            return
+            return false
         }
         if onlyNew && periodicScanFailed {
             watcher.logger.notice("Scanned spool directory '\(watcher.directory.path)' again")
@@ -321,6 +325,7 @@ private struct SpoolWatchLoop {
                 arrived(name, periodic: onlyNew)
             }
         }
+        return true
     }
 
     func isRecent(_ status: FileStatus) -> Bool {

@@ -23,6 +23,15 @@ import Testing
         return (daemon, mirror)
     }
 
+    /// Waits for `daemon`'s start-up scan of the spool: a file written
+    /// behind the mount's back before that scan lists the folder is taken
+    /// by it, and no later scan then finds it.
+    static func waitForTheStartUpScan(_ daemon: DaemonHarness, _ mirror: FuseMirror) throws {
+        try waitUntil(timeout: 30, "the start-up scan of the spool") {
+            daemon.log.contains("Scanned spool directory '\(mirror.mountPoint)' at start")
+        }
+    }
+
     /// Written beside, then renamed in: the staging folder is a dot-named
     /// one in `directory`, so that the rename stays on its file system.
     static func drop(_ bytes: [UInt8], _ name: String, into directory: String) throws {
@@ -38,6 +47,7 @@ import Testing
         defer { mirror.unmount() }
         try daemon.start()
         defer { daemon.stop() }
+        try Self.waitForTheStartUpScan(daemon, mirror)
         #expect(daemon.log.contains("Spool directory '\(mirror.mountPoint)' is on fuse (file system type 0x65735546), where inotify does not see writes made by other machines: scanning it every 10s as well (spool_scan_interval = auto)"), "\(daemon.log)")
 
         // Behind the mount's back: a pair, the sidecar first, and a receipt alone.
@@ -71,6 +81,7 @@ import Testing
         defer { mirror.unmount() }
         try daemon.start()
         defer { daemon.stop() }
+        try Self.waitForTheStartUpScan(daemon, mirror)
         #expect(daemon.log.contains("Spool directory '\(mirror.mountPoint)' is on fuse (file system type 0x65735546), where inotify does not see writes made by other machines, and spool_scan_interval is off: files they write are taken only at the next start"), "\(daemon.log)")
         try Self.drop(SpoolDrop.sidecar(Self.fields), "behind.json", into: mirror.backing)
         try Self.drop(SpoolDrop.sidecar(Self.fields), "through.json", into: mirror.mountPoint)
@@ -93,6 +104,7 @@ import Testing
         defer { mirror.unmount() }
         try daemon.start()
         defer { daemon.stop() }
+        try Self.waitForTheStartUpScan(daemon, mirror)
         #expect(daemon.log.contains("is on fuse (file system type 0x65735546): scanning it every 300ms as well (spool_scan_interval = 300ms)"), "\(daemon.log)")
         try Self.drop(SpoolDrop.receipt(.png, tag: 3), "scan.png", into: mirror.backing)
         try waitUntil(timeout: 30, "the receipt to be taken") { try daemon.list().count == 1 && Self.names(in: mirror.backing).isEmpty }
