@@ -73,11 +73,12 @@ public final class ServerProcess: @unchecked Sendable {
     /// later (and perhaps again), at an address a daemon already uses.
     /// Taken below the kernel's ephemeral range (32768 and up), so no
     /// outgoing connection of a test running beside this one is given it
-    /// meanwhile, and never handed out twice by one test process.
+    /// meanwhile, and never handed out twice: not by one test process, nor
+    /// by two running side by side (see ``reservedForThisProcess(_:)``).
     public static func unusedPort() throws -> UInt16 {
         for _ in 0..<1000 {
             let port = UInt16.random(in: 20_000...32_000)
-            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+            guard handedOut.withLock({ $0.insert(port).inserted }), reservedForThisProcess(port) else { continue }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
             var address = sockaddr_in()
@@ -93,6 +94,29 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     private static let handedOut = Mutex<Set<UInt16>>([])
+
+    /// The abstract Unix socket name (without its leading NUL) that holds
+    /// `port` for a test process.
+    public static func reservationName(_ port: UInt16) -> String { "expensed-test-port-\(port)" }
+
+    /// Binds the abstract Unix socket ``reservationName(_:)`` and keeps it
+    /// open until the test process exits (the kernel then frees the name,
+    /// even after a kill): another test process on this machine that tries
+    /// the same port finds the name taken and picks another.
+    private static func reservedForThisProcess(_ port: UInt16) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = [0] + Array(reservationName(port).utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + name.count)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        if bound != 0 { close(fd) }
+        return bound == 0
+    }
 
     /// The access log lines so far (lines that are not `expense-server: …`).
     public var accessLog: [String] {
