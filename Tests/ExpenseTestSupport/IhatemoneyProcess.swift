@@ -19,14 +19,23 @@ public final class IhatemoneyProcess: @unchecked Sendable {
 
     /// Writes the settings (once) into `directory` and starts ihatemoney,
     /// waiting until it answers `/healthcheck`.
-    /// - Parameter port: 0 (the default) lets it pick a free one, which it
-    ///   prints; another is kept (a restart where a daemon already points).
-    public init(directory: String, port requestedPort: UInt16 = 0) throws {
+    /// - Parameters:
+    ///   - port: 0 (the default) lets it pick a free one, which it prints;
+    ///     another is kept (a restart where a daemon already points).
+    ///   - passwordHash: how projects' passwords are hashed (ihatemoney's
+    ///     `PASSWORD_HASH_METHOD`), for a new settings file. ihatemoney
+    ///     checks the password of every API request: its own default
+    ///     (scrypt) costs about 95 ms of CPU a check here, which the tests
+    ///     spent a minute and a half on; ``cheapPasswordHash`` costs half
+    ///     a millisecond. nil keeps ihatemoney's default, as a deployment
+    ///     has it (bench-backends).
+    public init(directory: String, port requestedPort: UInt16 = 0, passwordHash: String? = cheapPasswordHash) throws {
         self.directory = directory
         settingsPath = "\(directory)/ihatemoney.cfg"
         databasePath = "\(directory)/ihatemoney.sqlite"
         if !FileManager.default.fileExists(atPath: settingsPath) {
-            try Self.settings(databasePath: databasePath).write(toFile: settingsPath, atomically: true, encoding: .utf8)
+            try Self.settings(databasePath: databasePath, passwordHash: passwordHash)
+                .write(toFile: settingsPath, atomically: true, encoding: .utf8)
         }
         try start(port: requestedPort)
     }
@@ -158,8 +167,11 @@ public final class IhatemoneyProcess: @unchecked Sendable {
         return nil
     }
 
+    /// A password hash that werkzeug checks in half a millisecond.
+    public static let cheapPasswordHash = "pbkdf2:sha256:1000"
+
     /// A settings file (Python) that keeps everything in the test's folder and on loopback.
-    static func settings(databasePath: String) -> String {
+    static func settings(databasePath: String, passwordHash: String?) -> String {
         """
         # Written by the expensed tests: read by ihatemoney through IHATEMONEY_SETTINGS_FILE_PATH.
         SQLALCHEMY_DATABASE_URI = "sqlite:///\(databasePath)"
@@ -175,7 +187,7 @@ public final class IhatemoneyProcess: @unchecked Sendable {
         MAIL_DEFAULT_SENDER = "expensed tests <tests@localhost>"
         BABEL_DEFAULT_TIMEZONE = "UTC"
 
-        """
+        """ + (passwordHash.map { "PASSWORD_HASH_METHOD = \"\($0)\"\n" } ?? "")
     }
 }
 

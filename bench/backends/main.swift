@@ -115,7 +115,7 @@ func ihatemoney() async throws {
     let dir = TemporaryDirectory(prefix: "bench-ihm")
     let port = try ServerProcess.unusedPort()
     try FileManager.default.createDirectory(atPath: dir.at("ihm"), withIntermediateDirectories: true)
-    let backend = try IhatemoneyProcess(directory: dir.at("ihm"), port: port)
+    let backend = try IhatemoneyProcess(directory: dir.at("ihm"), port: port, passwordHash: nil)
     defer { backend.stop() }
     let project = try backend.makeProject(members: ["Alice", "Bob"])
     backend.stop()
@@ -129,7 +129,7 @@ func ihatemoney() async throws {
     try queue(daemon)
 
     try FileManager.default.createDirectory(atPath: dir.at("ihm-plain"), withIntermediateDirectories: true)
-    let other = try IhatemoneyProcess(directory: dir.at("ihm-plain"))
+    let other = try IhatemoneyProcess(directory: dir.at("ihm-plain"), passwordHash: nil)
     defer { other.stop() }
     let target = try other.makeProject(members: ["Alice", "Bob"])
     let url = target.url + "/bills", auth = target.basicAuthorization
