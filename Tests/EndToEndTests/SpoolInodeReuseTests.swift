@@ -140,8 +140,10 @@ import Testing
             #expect(Set(queued.compactMap(\.receiptDigest)) == [Hex.encode(SHA256.hash(bytes)), Hex.encode(SHA256.hash(newBytes))],
                     "the old receipt once, the new one once")
         case .sidecar:
-            #expect(queued.map(\.fields).sorted { ($0.amount ?? "") < ($1.amount ?? "") } == [Self.fields, Self.otherFields],
-                    "the old expense once, the new one once")
+            let byAmount: [ExpenseFields] = queued.map(\.fields).sorted { (a: ExpenseFields, b: ExpenseFields) -> Bool in
+                (a.amount ?? "") < (b.amount ?? "")
+            }
+            #expect(byAmount == [Self.fields, Self.otherFields], "the old expense once, the new one once")
         }
         #expect(!daemon.log.contains("Removed spool file '\(newName)'"))
         try waitUntil(timeout: 10, "the intake records to be forgotten") {

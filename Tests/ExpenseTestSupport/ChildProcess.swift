@@ -159,15 +159,22 @@ public struct TestFailure: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Waits until `condition` holds, checking every few milliseconds, for up
-/// to `timeout` seconds. Tests wait on observable state; they never sleep
-/// a fixed time and hope.
+/// Waits until `condition` holds, for up to `timeout` seconds. Tests wait
+/// on observable state; they never sleep a fixed time and hope.
+///
+/// Checked 5 ms after the first look, then twice as long after each,
+/// up to every 50 ms: most events come within milliseconds, and a wait of
+/// seconds (a daemon's log read whole, a request it answers) then costs a
+/// check 20 times a second, not 100, on a machine whose cores the tests
+/// and the processes they start keep busy.
 public func waitUntil(timeout: Double = 10, _ what: String = "condition", _ condition: () throws -> Bool) throws {
     let timeout = timeout * TestPatience.factor
     let deadline = Date().addingTimeInterval(timeout)
+    var pause: UInt32 = 5_000
     while Date() < deadline {
         if try condition() { return }
-        usleep(10_000)
+        usleep(pause)
+        pause = min(pause * 2, 50_000)
     }
     if try condition() { return }
     throw TestFailure("timed out after \(timeout)s waiting for \(what)")
