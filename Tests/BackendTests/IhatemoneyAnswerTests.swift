@@ -8,7 +8,7 @@ import Testing
 /// truncated body, a bill without its marker) from a fake on loopback,
 /// and refused credentials from the real one: each classified as
 /// docs/backends.md says, with a reason in `show`, and nothing lost.
-/// Serialized: each test runs the real ihatemoney (Python) beside a daemon; one at a time bounds the load the Python backends put on the machine while the other suites run.
+/// Serialized: each test drives the real ihatemoney (Python) from a daemon; one at a time bounds the load the Python backends put on the machine while the other suites run.
 @Suite(.serialized) struct IhatemoneyAnswerTests {
     static let members = Array(#"[{"id": 1, "name": "Alice", "weight": 1.0, "activated": true}]"#.utf8)
 

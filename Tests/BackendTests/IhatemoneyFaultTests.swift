@@ -6,7 +6,7 @@ import Testing
 
 /// Exactly once into ihatemoney, which honours no idempotency key: lost
 /// answers, resets, 503s and crashes, counted in ihatemoney's own database.
-/// Serialized: each test runs the real ihatemoney (Python), a fault proxy and a daemon; one at a time bounds their load while the other suites run.
+/// Serialized: each test drives the real ihatemoney (Python) through a fault proxy from a daemon; one at a time bounds their load while the other suites run.
 @Suite(.serialized) struct IhatemoneyFaultTests {
     /// 200 expenses through a proxy that drops 20% of answers after
     /// ihatemoney committed, resets 10%, and answers 503 to 5%.

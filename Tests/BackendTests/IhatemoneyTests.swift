@@ -5,7 +5,8 @@ import Posix
 import Testing
 
 /// expensed against the real ihatemoney 7.2.1 (from the test venv), each
-/// test with its own ihatemoney, database and daemon.
+/// test with its own project in the test process's ihatemoney, and its own
+/// daemon; the test that restarts ihatemoney starts one of its own.
 @Suite struct IhatemoneyTests {
     @Test func add_makesOneBillCarryingTheMarker() throws {
         let h = try IhatemoneyHarness()

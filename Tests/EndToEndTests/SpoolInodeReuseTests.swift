@@ -13,6 +13,14 @@ import Testing
 /// never rejected; the old one stays one expense.
 /// Serialized: each test waits for the file system to hand a freed inode to a new file; tests beside each other would take each other's inodes.
 @Suite(.serialized) struct SpoolInodeReuseTests {
+    /// On a disk, whatever `$TMPDIR` is: scripts/test puts the suites'
+    /// folders on a tmpfs, which numbers inodes afresh and never hands one
+    /// out again, so only the fallback below would ever run there.
+    /// `$EXPENSED_TEST_DISK_TMPDIR`, else /var/tmp.
+    static func folderOnDisk() -> TemporaryDirectory {
+        TemporaryDirectory(prefix: "expensed-inode", in: ProcessInfo.processInfo.environment["EXPENSED_TEST_DISK_TMPDIR"] ?? "/var/tmp")
+    }
+
     static let fields = ExpenseFields(merchant: "Crash Café", amount: "41.90", currency: "EUR", date: "2026-04-01", category: "Meals")
     /// Another expense whose sidecar has the same length.
     static let otherFields = ExpenseFields(merchant: "Crash Café", amount: "52.10", currency: "EUR", date: "2026-04-02", category: "Meals")
@@ -76,7 +84,8 @@ import Testing
     /// - Returns: the daemon, stopped, and what its row records now.
     static func crash(at point: String, dropping drops: [(String, [UInt8])], thenReuse reused: String, bytes: [UInt8],
                       copyingTime: Bool, as newName: String) throws -> (DaemonHarness, Recorded) {
-        let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true)
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true,
+                                   directory: folderOnDisk())
         try daemon.start()
         let staging = daemon.directory.at("staging")
         for (name, content) in drops {
@@ -167,7 +176,7 @@ import Testing
         // the copy then pauses 5 s (a slow disk) before it is handed over,
         // while the take, due after 10 ms, waits for it.
         let daemon = DaemonHarness(arguments: ["--spool-settle", "10ms"], environment: ["EXPENSED_FAULT": "spool-after-stage:sleep=5000"],
-                                   spool: true)
+                                   spool: true, directory: Self.folderOnDisk())
         try daemon.start()
         defer { daemon.stop() }
         let spool = daemon.spoolDirectory

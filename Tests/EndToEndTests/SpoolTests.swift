@@ -235,7 +235,7 @@ import Testing
         try daemon.waitForWithheldPings(hangingAt: "spool-probe")
         // What it sent before is queued on the socket, read here at once.
         let pings = listener.collect(timeout: 0.3).filter { $0 == "WATCHDOG=1" }.count
-        #expect(pings >= 1 && pings <= 5, "\(pings) pings before the wedge: one at start, one a healthy tick, the fifth probe hangs")
+        #expect(pings >= 1 && pings <= 5, "\(pings) pings before the wedge: one at start, more at healthy ticks, the fifth probe hangs")
         let later = listener.collect(timeout: 1).filter { $0 == "WATCHDOG=1" }
         #expect(later.isEmpty, "no pings once the spool watcher is wedged")
     }

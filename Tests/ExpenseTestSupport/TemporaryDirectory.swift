@@ -1,12 +1,12 @@
 import Foundation
 
-/// A fresh directory under `$TMPDIR` (or /tmp), removed with everything in
-/// it when this object goes away.
+/// A fresh directory under `$TMPDIR` (or /tmp), or under the folder given,
+/// removed with everything in it when this object goes away.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
 
-    public init(prefix: String = "expensed-test") {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+    public init(prefix: String = "expensed-test", in folder: String? = nil) {
+        let base = folder ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
         var template = Array("\(base)/\(prefix).XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed: \(errno)")
