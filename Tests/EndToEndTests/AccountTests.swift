@@ -249,8 +249,9 @@ import Testing
         h.daemon.stop()
         h.daemon.environment["EXPENSED_FAULT"] = "after-response@7"
         try h.startServer()
-        try h.startDaemon()
-        guard h.daemon.process?.waitForExit(timeout: 30) != nil else { throw TestFailure("the daemon did not reach its fault point") }
+        // Launched, not started: the drain begins at start and can reach
+        // the fault point before the daemon has answered a status.
+        guard try h.daemon.launch().waitForExit(timeout: 30) != nil else { throw TestFailure("the daemon did not reach its fault point") }
         #expect(h.daemon.process?.termination == .signaled(SIGKILL))
         h.daemon.environment["EXPENSED_FAULT"] = nil
         #expect(try h.serverRows().count < 16, "killed mid-drain")
