@@ -35,16 +35,19 @@ public final class NotifyListener: @unchecked Sendable {
 }
 
 /// Calls `body` with a `sockaddr_un` for `path` and its length: for
-/// `bind(2)` and `connect(2)` on Unix sockets in tests.
-func withUnixAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+/// `bind(2)` and `connect(2)` on Unix sockets in tests. An abstract name
+/// (`abstract: true`, `path` without its leading NUL) is as long as it is.
+func withUnixAddress<R>(_ path: String, abstract: Bool = false, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        let bytes = Array(path.utf8.prefix(raw.count - 1))
+    let name = abstract ? [0] + Array(path.utf8) : Array(path.utf8) + [0]
+    let count = withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        let bytes = name.prefix(raw.count)
         raw.copyBytes(from: bytes)
-        raw[bytes.count] = 0
+        return bytes.count
     }
+    let length = abstract ? MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + count : MemoryLayout<sockaddr_un>.size
     return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }
     }
 }

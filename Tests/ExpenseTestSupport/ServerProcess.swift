@@ -106,14 +106,7 @@ public final class ServerProcess: @unchecked Sendable {
     private static func reservedForThisProcess(_ port: UInt16) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let name = [0] + Array(reservationName(port).utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + name.count)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
+        let bound = withUnixAddress(reservationName(port), abstract: true) { bind(fd, $0, $1) }
         if bound != 0 { close(fd) }
         return bound == 0
     }
