@@ -91,10 +91,8 @@ public struct ReceiptDecoder: Sendable {
 }
 
 /// The kind the daemon found a receipt to be, first on the decoder's command
-/// line (`--kind bmp`). libvips reads BMP through ImageMagick, which must
-/// start before the sandbox closes and costs about a third of a decoder's
-/// start: it is started only for a receipt said to be a BMP, or said to be
-/// nothing. A receipt that turns out to be a BMP after all is refused.
+/// line (`--kind bmp`). The decoder starts what that kind needs and no
+/// more (``DecoderStart``); a receipt that turns out to need more is refused.
 public enum DecoderKindOption {
     public static let flag = "--kind"
 
@@ -110,6 +108,25 @@ public enum DecoderKindOption {
         return kind
     }
 
-    /// Whether the decoder starts ImageMagick for a receipt said to be `kind`.
-    public static func startsImageMagick(for kind: ReceiptKind?) -> Bool { kind == nil || kind == .bmp }
+}
+
+/// What the decoder starts before its sandbox closes, each more than the
+/// one before: libvips with its built-in loaders (JPEG, PNG, WebP, TIFF,
+/// PNM; a PDF goes as it is), with its modules as well (HEIF through
+/// libheif; linking them costs about as much again as the start without
+/// them), or with ImageMagick started as well, which libvips reads BMP
+/// through (the dearest of the three by far).
+public enum DecoderStart: Int, Comparable, Sendable {
+    case builtIn, modules, imageMagick
+
+    /// What a receipt of `kind` needs; a receipt said to be nothing, all.
+    public static func needed(for kind: ReceiptKind?) -> DecoderStart {
+        switch kind {
+        case nil, .bmp: .imageMagick
+        case .heif: .modules
+        case .jpeg, .png, .pdf, .webp, .tiff, .pnm: .builtIn
+        }
+    }
+
+    public static func < (lhs: DecoderStart, rhs: DecoderStart) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -32,7 +32,8 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     // read`): a lower priority, not the idle class, which a busy machine
     // starves for minutes (bench/README.md, bench-read --daemon).
     CurrentProcess.lowerPriority(to: 10)
-    guard cdecoder_start(1) == 0 else { fail(String(cString: cdecoder_error())) }
+    // Any receipt: everything starts.
+    start(.imageMagick)
     guard creader_start(settings.tessdata, settings.languages.joined(separator: "+")) == 0 else { fail(String(cString: cdecoder_error())) }
     // Tesseract let go before its caches' destructors run at exit, whichever
     // way this ends: they complain of leaks on stderr, whose last line is a refusal's reason.

@@ -3,10 +3,10 @@
 // --read, the receipt's text instead (Reading.swift). Started by expensed
 // for each receipt; never by hand.
 //
-// Order matters: libvips starts (and loads its modules; ImageMagick only
-// for a receipt the daemon found to be a BMP, `--kind`) first, then the
-// limits and the seccomp filter close the process, and only then is a
-// byte of the receipt read.
+// Order matters: libvips starts first (with its modules only for a receipt
+// the daemon found to be a HEIF, and ImageMagick only for a BMP: `--kind`,
+// DecoderStart), then the limits and the seccomp filter close the process,
+// and only then is a byte of the receipt read.
 import CDecoder
 import ExpenseCore
 import Posix
@@ -29,15 +29,17 @@ do {
     FileHandleWriter.standardError("expensed-decode: \(error)\n")
     exit(64)
 }
-let withImageMagick = DecoderKindOption.startsImageMagick(for: told)
-guard cdecoder_start(withImageMagick ? 1 : 0) == 0 else { fail(String(cString: cdecoder_error())) }
+let started = DecoderStart.needed(for: told)
+start(started)
 closeTheProcess(memoryBytes: settings.memoryBytes, cpuSeconds: settings.cpuSeconds)
 
 let bytes = readInput()
 actOnFault(fault)
 
 guard let kind = ReceiptKind.detect(bytes) else { refuse("is not an image the decoder reads") }
-if kind == .bmp && !withImageMagick { refuse("is a BMP, but was taken as \(told?.rawValue ?? "another kind")") }
+if DecoderStart.needed(for: kind) > started {
+    refuse("is a \(kind.rawValue.uppercased()), but was taken as \(told?.rawValue ?? "another kind")")
+}
 if kind == .pdf {
     FileHandleWriter.standardOutput(Array("original\n".utf8))
     exit(0)
@@ -49,6 +51,11 @@ let header = ImageHeader(width: Int(raw.width), height: Int(raw.height), pages: 
                          orientation: Int(raw.orientation), hasLocation: raw.has_location != 0)
 let plan: CopyPlan
 do { plan = try CopyPlan.decide(kind: kind, header: header, settings: settings) } catch { refuse(error.reason) }
+
+/// Starts libvips with what `start` needs, or exits.
+func start(_ start: DecoderStart) {
+    guard cdecoder_start(start >= .modules ? 1 : 0, start == .imageMagick ? 1 : 0) == 0 else { fail(String(cString: cdecoder_error())) }
+}
 
 /// Page `page` as a JPEG: its bytes, size and bands.
 func jpeg(_ bytes: [UInt8], page: Int, _ settings: CopySettings) -> PDFPages.Page {

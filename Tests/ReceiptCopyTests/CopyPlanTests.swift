@@ -114,18 +114,23 @@ import Testing
         #expect(throws: CopyFailure(reason)) { try decoder.copy(of: try FileDescriptor.open(path, .readOnly)) }
     }
 
-    /// ImageMagick is not started for a receipt said to be another kind: a
-    /// BMP in its place is refused, not read by a half-started decoder.
-    @Test func aBMPTakenForAnotherKind_isRefused_andAKindItDoesNotKnowIsAUsageError() throws {
+    /// ImageMagick is not started for a receipt said to be another kind,
+    /// nor libvips's modules for one its built-in loaders read: a BMP or a
+    /// HEIF in its place is refused, not read by a half-started decoder.
+    @Test func aBMPOrHEIFTakenForAnotherKind_isRefused_andAKindItDoesNotKnowIsAUsageError() throws {
         let directory = TemporaryDirectory(prefix: "decoder-kind")
         let files = try RealReceiptFiles.make(in: directory)
-        #expect(files.contains { $0.name == "phone.bmp" && $0.kind == .bmp })
-        let bmp = directory.at("phone.bmp")
-        #expect(throws: CopyFailure("is a BMP, but was taken as jpeg")) {
-            try Self.decoder().copy(of: try FileDescriptor.open(bmp, .readOnly), kind: .jpeg)
-        }
-        guard case .copy(.jpeg, _, _, _, 1) = try Self.decoder().copy(of: try FileDescriptor.open(bmp, .readOnly), kind: .bmp) else {
-            Issue.record("a BMP said to be one is not copied"); return
+        for (name, kind, said, refusal) in [("phone.bmp", ReceiptKind.bmp, ReceiptKind.jpeg, "is a BMP, but was taken as jpeg"),
+                                            ("phone.bmp", .bmp, .heif, "is a BMP, but was taken as heif"),
+                                            ("phone.heic", .heif, .png, "is a HEIF, but was taken as png")] {
+            #expect(files.contains { $0.name == name && $0.kind == kind })
+            let path = directory.at(name)
+            #expect(throws: CopyFailure(refusal)) {
+                try Self.decoder().copy(of: try FileDescriptor.open(path, .readOnly), kind: said)
+            }
+            guard case .copy(.jpeg, _, _, _, 1) = try Self.decoder().copy(of: try FileDescriptor.open(path, .readOnly), kind: kind) else {
+                Issue.record("\(name) said to be \(kind) is not copied"); continue
+            }
         }
         for garbage in [["--kind"], ["--kind", "gif"], ["--kind", ""], ["--kind", "BMP"]] {
             let result = try runCommand(BuiltProducts.path("expensed-decode"), garbage + CopySettings().arguments, timeout: 60)

@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// Starts libvips (and loads its format modules) while files may still be
-/// opened; with `with_imagemagick`, ImageMagick too, which libvips reads BMP
-/// through and which must start before the sandbox closes. 0 on success.
-int cdecoder_start(int with_imagemagick);
+/// Starts libvips while files may still be opened: with `with_modules`,
+/// its format modules too (HEIF through libheif, PDF, ImageMagick), else
+/// its built-in loaders only (JPEG, PNG, WebP, TIFF, PNM); with
+/// `with_imagemagick`, ImageMagick itself, which libvips reads BMP through
+/// and which must start before the sandbox closes. 0 on success.
+int cdecoder_start(int with_modules, int with_imagemagick);
 
 /// Hard limits on the process: address space, CPU seconds, open files; no
 /// core files and no file may grow. 0 on success, else -errno.
