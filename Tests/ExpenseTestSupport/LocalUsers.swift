@@ -7,7 +7,7 @@ import Synchronization
 /// test removes them too) and, failing that, when this object goes away.
 /// Commands run as them through `setpriv --reuid --regid --init-groups`.
 public final class LocalUsers: @unchecked Sendable {
-    /// Role ("alice") to the user's name on this machine ("xalice4242a").
+    /// Role ("alice") to the user's name on this machine ("xalice4242n3").
     public private(set) var names: [String: String] = [:]
     public private(set) var groups: [String: String] = [:]
     private let tag: String
@@ -16,7 +16,7 @@ public final class LocalUsers: @unchecked Sendable {
 
     public init() {
         let n = Self.made.add(1, ordering: .relaxed).newValue
-        tag = "\(getpid() % 100_000)\(String(UnicodeScalar(UInt8(96 + n % 26))))"
+        tag = "\(getpid())n\(n)"
     }
 
     /// Makes a group for `role`, named for this run.
