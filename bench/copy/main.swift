@@ -83,7 +83,7 @@ for _ in 0..<(rounds * 4) {
     }
 }
 let (t, u) = (BenchRun.percentile(told, 0.5), BenchRun.percentile(untold, 0.5))
-print(String(format: "small.jpg (800×600, goes as it is): decoder told its kind %.1f ms, not told (ImageMagick started) %.1f ms, ratio %.2f", t * 1000, u * 1000, t / u))
+print(String(format: "small.jpg (800×600, goes as it is): decoder told its kind %.1f ms, not told (modules and ImageMagick started) %.1f ms, ratio %.2f", t * 1000, u * 1000, t / u))
 for (name, original, sent) in sizes {
     print(String(format: "%@: %d bytes received, %d sent: %.1f %%", name, original, sent, Double(sent) * 100 / Double(original)))
 }
