@@ -38,9 +38,10 @@ static const unsigned char tiny_bmp[] = {
     0, 0, 0, 0, 4, 0, 0, 0, 0x13, 0x0B, 0, 0, 0x13, 0x0B, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 0,
 };
 
-/// libvips loads every module of `$VIPSHOME/lib/vips-modules-8.x` at its
-/// start, and linking them (libheif, poppler, ImageMagick) is about a third
-/// of a decoder's start: a home that has none leaves them out.
+/// libvips loads every module of its libdir's `vips-modules-8.14` at its
+/// start (under `$VIPSHOME` when that is set), and linking them (libheif,
+/// poppler, ImageMagick) makes a decoder's start about a third dearer: a
+/// home that has none leaves them out.
 static const char no_modules_home[] = "/nonexistent/expensed-decode";
 
 int cdecoder_start(int with_modules, int with_imagemagick) {

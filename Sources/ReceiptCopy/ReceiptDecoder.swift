@@ -113,9 +113,9 @@ public enum DecoderKindOption {
 /// What the decoder starts before its sandbox closes, each more than the
 /// one before: libvips with its built-in loaders (JPEG, PNG, WebP, TIFF,
 /// PNM; a PDF goes as it is), with its modules as well (HEIF through
-/// libheif; linking them costs about as much again as the start without
-/// them), or with ImageMagick started as well, which libvips reads BMP
-/// through (the dearest of the three by far).
+/// libheif; linking them makes the start about a third dearer), or with
+/// ImageMagick started as well, which libvips reads BMP through (the
+/// dearest of the three by far).
 public enum DecoderStart: Int, Comparable, Sendable {
     case builtIn, modules, imageMagick
 

@@ -3,10 +3,11 @@
 // --read, the receipt's text instead (Reading.swift). Started by expensed
 // for each receipt; never by hand.
 //
-// Order matters: libvips starts first (with its modules only for a receipt
-// the daemon found to be a HEIF, and ImageMagick only for a BMP: `--kind`,
-// DecoderStart), then the limits and the seccomp filter close the process,
-// and only then is a byte of the receipt read.
+// Order matters: libvips starts first (with its modules for a receipt the
+// daemon found to be a HEIF or a BMP or said to be nothing, and ImageMagick
+// for a BMP or nothing: `--kind`, DecoderStart), then the limits and the
+// seccomp filter close the process, and only then is a byte of the receipt
+// read.
 import CDecoder
 import ExpenseCore
 import Posix
