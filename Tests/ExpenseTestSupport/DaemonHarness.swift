@@ -204,7 +204,7 @@ public final class RawClient: @unchecked Sendable {
     public init(path: String, timeout: Double = 30) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        let rc = withUnixAddress(path) { connect(fd, $0, $1) }
+        let rc = try withUnixAddress(path) { connect(fd, $0, $1) }
         guard rc == 0 else {
             // deinit closes fd (the object is fully initialized, so it runs
             // even though init throws); closing it here too would close

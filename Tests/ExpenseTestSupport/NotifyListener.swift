@@ -9,7 +9,7 @@ public final class NotifyListener: @unchecked Sendable {
     public init(path: String) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        let rc = withUnixAddress(path) { bind(fd, $0, $1) }
+        let rc = try withUnixAddress(path) { bind(fd, $0, $1) }
         guard rc == 0 else { throw TestFailure("bind \(path): \(String(cString: strerror(errno)))") }
         var tv = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -37,15 +37,16 @@ public final class NotifyListener: @unchecked Sendable {
 /// Calls `body` with a `sockaddr_un` for `path` and its length: for
 /// `bind(2)` and `connect(2)` on Unix sockets in tests. An abstract name
 /// (`abstract: true`, `path` without its leading NUL) is as long as it is.
-func withUnixAddress<R>(_ path: String, abstract: Bool = false, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+/// - Throws: for a name `sun_path` cannot hold (cut short, it would name
+///   another socket).
+func withUnixAddress<R>(_ path: String, abstract: Bool = false, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws -> R {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let name = abstract ? [0] + Array(path.utf8) : Array(path.utf8) + [0]
-    let count = withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        let bytes = name.prefix(raw.count)
-        raw.copyBytes(from: bytes)
-        return bytes.count
-    }
+    let room = MemoryLayout.size(ofValue: address.sun_path)
+    guard name.count <= room else { throw TestFailure("a Unix socket's name holds at most \(room) bytes: \(path)") }
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
+    let count = name.count
     let length = abstract ? MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + count : MemoryLayout<sockaddr_un>.size
     return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }

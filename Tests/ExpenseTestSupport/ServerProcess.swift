@@ -106,7 +106,7 @@ public final class ServerProcess: @unchecked Sendable {
     private static func reservedForThisProcess(_ port: UInt16) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
-        let bound = withUnixAddress(reservationName(port), abstract: true) { bind(fd, $0, $1) }
+        let bound = (try? withUnixAddress(reservationName(port), abstract: true) { bind(fd, $0, $1) }) ?? -1
         if bound != 0 { close(fd) }
         return bound == 0
     }
