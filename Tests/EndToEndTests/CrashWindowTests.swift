@@ -139,7 +139,9 @@ import Testing
         try Self.crash(sync, at: fault) { sync in
             for n in 0..<8 { ids.append(try Self.addWithReceipt(sync.daemon, clientID: ClientID.make(), bytes: Self.receipt(n))) }
             try sync.startServer()
-            _ = try sync.daemon.request(["op": "sync"])
+            // A drain may already have begun and reached the fault point:
+            // the daemon killed before it answers is what is awaited.
+            _ = try? sync.daemon.request(["op": "sync"])
         }
         if fault.hasPrefix("between-upsert") {
             #expect(try sync.daemonRows().cache.isEmpty, "the batch being recorded left nothing in the cache")
