@@ -44,7 +44,11 @@ final class FavaHarness: @unchecked Sendable {
     static func crashedWithACreateInFlight() throws -> (FavaHarness, String) {
         let h = try FavaHarness(environment: ["EXPENSED_FAULT": "after-response:kill"], daemonArguments: IhatemoneyHarness.shortRequests)
         try h.daemon.start()
-        let id = try h.add(merchant: "Garage", amount: "99.00")
+        // The drainer is woken before the add is answered: the daemon may
+        // die at the fault point first, and the add's answer with it.
+        let clientID = ClientID.make()
+        let id = TransactionID.derive(from: clientID)
+        _ = try? h.add(merchant: "Garage", amount: "99.00", clientID: clientID)
         let crashed = try #require(h.daemon.process)
         #expect(crashed.waitForExit(timeout: 60) != nil, "the daemon died at the fault point")
         #expect(try h.fava.loadLedger().transactions(linked: id).count == 1, "fava committed before the crash")
@@ -54,8 +58,10 @@ final class FavaHarness: @unchecked Sendable {
 
     /// Adds an expense with `expensectl add`; returns its transaction id.
     @discardableResult
-    func add(merchant: String, amount: String, category: String = "Meals", comment: String? = nil, receipt: String? = nil) throws -> String {
+    func add(merchant: String, amount: String, category: String = "Meals", comment: String? = nil, receipt: String? = nil,
+             clientID: String? = nil) throws -> String {
         var arguments = ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29", "--category", category, "--json"]
+        if let clientID { arguments += ["--client-id", clientID] }
         if let comment { arguments += ["--comment", comment] }
         if let receipt { arguments += ["--receipt", receipt] }
         let result = try daemon.ctl(arguments)

@@ -72,8 +72,9 @@ final class IhatemoneyAccountHarness: @unchecked Sendable {
 
     /// Adds an expense as `role`; returns its transaction id.
     @discardableResult
-    func add(_ role: String, merchant: String, amount: String = "4.20") throws -> String {
-        let added = try ctlJSON(role, ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29"])
+    func add(_ role: String, merchant: String, amount: String = "4.20", clientID: String? = nil) throws -> String {
+        let added = try ctlJSON(role, ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29"]
+                                    + (clientID.map { ["--client-id", $0] } ?? []))
         guard let id = added["transaction_id"]?.stringValue else { throw TestFailure("add as \(role): no transaction id") }
         return id
     }

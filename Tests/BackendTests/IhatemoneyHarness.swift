@@ -58,8 +58,9 @@ final class IhatemoneyHarness: @unchecked Sendable {
 
     /// Adds an expense with `expensectl add`; returns its transaction id.
     @discardableResult
-    func add(merchant: String, amount: String, comment: String? = nil, receipt: String? = nil) throws -> String {
+    func add(merchant: String, amount: String, comment: String? = nil, receipt: String? = nil, clientID: String? = nil) throws -> String {
         var arguments = ["add", "--merchant", merchant, "--amount", amount, "--currency", "EUR", "--date", "2026-11-29", "--json"]
+        if let clientID { arguments += ["--client-id", clientID] }
         if let comment { arguments += ["--comment", comment] }
         if let receipt { arguments += ["--receipt", receipt] }
         let result = try daemon.ctl(arguments)
