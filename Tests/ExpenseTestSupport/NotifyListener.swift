@@ -46,8 +46,7 @@ func withUnixAddress<R>(_ path: String, abstract: Bool = false, _ body: (UnsafeP
     let room = MemoryLayout.size(ofValue: address.sun_path)
     guard name.count <= room else { throw TestFailure("a Unix socket's name holds at most \(room) bytes: \(path)") }
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
-    let count = name.count
-    let length = abstract ? MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + count : MemoryLayout<sockaddr_un>.size
+    let length = abstract ? MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + name.count : MemoryLayout<sockaddr_un>.size
     return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }
     }
