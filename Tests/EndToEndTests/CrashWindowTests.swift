@@ -128,10 +128,12 @@ import Testing
     }
 
     /// The windows inside a batch of answers: killed while the third
-    /// answer of a batch is being recorded (nothing of that transaction
-    /// stays), or after the commit while the second receipt file is being
-    /// removed. Eight expenses with receipts, queued while the server was
-    /// down, then sent four at a time.
+    /// answer is being recorded (nothing of that transaction stays), or
+    /// after a commit while the second receipt file is being removed.
+    /// Eight expenses with receipts (sixteen jobs), queued while the server
+    /// was down, then sent four at a time. Answers that come back more than
+    /// the pass's hold apart are recorded in batches of their own, so the
+    /// first one or two may have been committed before the third's batch.
     @Test(arguments: ["between-upsert-and-job-removal@3", "after-job-removed@2"])
     func crashInsideABatchOfAnswers_converges(_ fault: String) throws {
         let sync = try SyncHarness(daemonArguments: ["--concurrency", "4"], startServer: false)
@@ -144,8 +146,11 @@ import Testing
             _ = try? sync.daemon.request(["op": "sync"])
         }
         if fault.hasPrefix("between-upsert") {
-            #expect(try sync.daemonRows().cache.isEmpty, "the batch being recorded left nothing in the cache")
-            #expect(sync.daemon.receiptFiles().count == 8, "every receipt file is still there")
+            let rows = try sync.daemonRows()
+            let recorded = 16 - rows.jobs
+            #expect((0...2).contains(recorded), "at most the two answers before the third were recorded: \(rows)")
+            #expect(rows.cache.count <= recorded, "nothing cached but through a recorded answer: \(rows)")
+            #expect(sync.daemon.receiptFiles().count >= 8 - recorded, "a receipt file goes only after its job's answer is recorded")
         }
         try sync.daemon.start()
         defer { sync.daemon.stop() }

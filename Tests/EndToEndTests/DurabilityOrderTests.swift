@@ -128,9 +128,9 @@ import Testing
         case .spoolIntake:
             let staging = daemon.directory.at("staging")
             let fields = ExpenseFields(merchant: "Order", amount: "4.20", currency: "EUR", date: "2026-11-29")
-            try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("order.json")!, in: daemon.spoolDirectory, staging: staging)
             let receipt = try WholeReceipts(directory: daemon.directory.at("images")).jpeg(tag: 2, size: 20_000)
-            try SpoolDrop.byRename(receipt, as: FileName("order.jpg")!, in: daemon.spoolDirectory, staging: staging)
+            try SpoolDrop.byRename([(FileName("order.json")!, SpoolDrop.sidecar(fields)), (FileName("order.jpg")!, receipt)],
+                                   in: daemon.spoolDirectory, staging: staging)
             try daemon.waitForSpool(expenses: 1, rejected: 0, timeout: 60)
             spoolFiles = ["\(daemon.spoolDirectory)/order.json", "\(daemon.spoolDirectory)/order.jpg"]
         }

@@ -92,9 +92,8 @@ import Testing
         defer { sync.daemon.stop() }
         let hotel = try #require(try ReceiptCorpus.load().first { $0.file == "hotel-ch.pdf" })
         let staging = sync.daemon.directory.path
-        try SpoolDrop.byRename(SpoolDrop.sidecar(ExpenseFields(merchant: "Team offsite", amount: "1400.00", currency: "CHF")),
-                               as: FileName("stay.json")!, in: sync.daemon.spoolDirectory, staging: staging)
-        try Self.drop(sync, try Self.bytes(hotel.path), as: "stay.pdf")
+        try SpoolDrop.byRename([(FileName("stay.json")!, SpoolDrop.sidecar(ExpenseFields(merchant: "Team offsite", amount: "1400.00", currency: "CHF"))),
+                                (FileName("stay.pdf")!, try Self.bytes(hotel.path))], in: sync.daemon.spoolDirectory, staging: staging)
         let id = try #require(try Self.expense(sync, from: "stay.pdf")["transaction_id"]?.stringValue)
         let server = try Self.serverExpense(sync, id, "the date read to arrive") { $0["date"] != .null }
         #expect(server["merchant"] == "Team offsite" && server["amount"] == "1400.00" && server["currency"] == "CHF")

@@ -167,9 +167,8 @@ import Testing
         try daemon.start()
         defer { daemon.stop() }
         let staging = daemon.directory.at("staging")
-        try SpoolDrop.byRename(SpoolDrop.sidecar(ExpenseFields(merchant: "Cut", amount: "1.00", currency: "EUR", date: "2026-01-01")),
-                               as: FileName("cut.json")!, in: daemon.spoolDirectory, staging: staging)
-        try SpoolDrop.byRename(Array(Self.jpeg.prefix(30_000)), as: FileName("cut.jpg")!, in: daemon.spoolDirectory, staging: staging)
+        try SpoolDrop.byRename([(FileName("cut.json")!, SpoolDrop.sidecar(ExpenseFields(merchant: "Cut", amount: "1.00", currency: "EUR", date: "2026-01-01"))),
+                                (FileName("cut.jpg")!, Array(Self.jpeg.prefix(30_000)))], in: daemon.spoolDirectory, staging: staging)
         try daemon.waitForSpool(expenses: 0, rejected: 2)
         let reason = try daemon.rejectionReason(FileName("cut.jpg")!)
         #expect(reason.contains("reason: is truncated: a JPEG that ends before its end-of-image marker, and stayed so for 2 s\n"), "\(reason)")

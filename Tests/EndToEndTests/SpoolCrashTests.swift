@@ -25,10 +25,8 @@ import Testing
         let daemon = DaemonHarness(arguments: ["--spool-settle", "300ms"], environment: ["EXPENSED_FAULT": point], spool: true)
         try daemon.start()
         let staging = daemon.directory.at("staging")
-        if withSidecar {
-            try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("crash.json")!, in: daemon.spoolDirectory, staging: staging)
-        }
-        try SpoolDrop.byRename(receipt, as: FileName("crash.jpg")!, in: daemon.spoolDirectory, staging: staging)
+        try SpoolDrop.byRename((withSidecar ? [(FileName("crash.json")!, SpoolDrop.sidecar(fields))] : []) + [(FileName("crash.jpg")!, receipt)],
+                               in: daemon.spoolDirectory, staging: staging)
         guard daemon.process?.waitForExit(timeout: 20) != nil else {
             daemon.crash()
             throw TestFailure("the daemon did not reach \(point)")

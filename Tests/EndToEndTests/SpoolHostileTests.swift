@@ -209,8 +209,8 @@ import Testing
         defer { daemon.stop() }
         let stem: [UInt8] = [0xFF, 0xFE, 0x80]
         let fields = ExpenseFields(merchant: "Raw", amount: "2.00", currency: "USD", date: "2026-02-02")
-        try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName(bytes: stem + Array(".json".utf8))!, in: spool, staging: staging)
-        try SpoolDrop.byRename(SpoolDrop.receipt(.pdf, tag: 10), as: FileName(bytes: stem + Array(".pdf".utf8))!, in: spool, staging: staging)
+        try SpoolDrop.byRename([(FileName(bytes: stem + Array(".json".utf8))!, SpoolDrop.sidecar(fields)),
+                                (FileName(bytes: stem + Array(".pdf".utf8))!, SpoolDrop.receipt(.pdf, tag: 10))], in: spool, staging: staging)
         let bad = FileName(bytes: [0xC3, 0x28] + Array(".gif".utf8))!
         try SpoolDrop.byRename(Array("x".utf8), as: bad, in: spool, staging: staging)
         try daemon.waitForSpool(expenses: 1, rejected: 1)

@@ -88,9 +88,7 @@ import Testing
                                    directory: folderOnDisk())
         try daemon.start()
         let staging = daemon.directory.at("staging")
-        for (name, content) in drops {
-            try SpoolDrop.byRename(content, as: FileName(name)!, in: daemon.spoolDirectory, staging: staging)
-        }
+        try SpoolDrop.byRename(drops.map { (FileName($0.0)!, $0.1) }, in: daemon.spoolDirectory, staging: staging)
         guard daemon.process?.waitForExit(timeout: 20) != nil else {
             daemon.crash()
             throw TestFailure("the daemon did not reach \(point)")

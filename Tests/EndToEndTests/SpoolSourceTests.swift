@@ -31,8 +31,9 @@ import Testing
         // A name with a newline: shown escaped, never as two lines.
         try Self.drop(SpoolDrop.receipt(.jpeg, tag: 1), "scan\n1.jpg", into: daemon)
         // A pair whose sidecar starts with a byte-order mark and has a tax tag.
-        try Self.drop(Self.byteOrderMark + SpoolDrop.sidecar(Self.fields), "pair.json", into: daemon)
-        try Self.drop(SpoolDrop.receipt(.png, tag: 2), "pair.png", into: daemon)
+        try SpoolDrop.byRename([(FileName("pair.json")!, Self.byteOrderMark + SpoolDrop.sidecar(Self.fields)),
+                                (FileName("pair.png")!, SpoolDrop.receipt(.png, tag: 2))],
+                               in: daemon.spoolDirectory, staging: daemon.directory.at("staging"))
         try waitUntil(timeout: 30, "both drops on the server") { try daemon.spoolEntries().isEmpty && sync.serverRecords().count == 2 }
         let after = Clock.wallMilliseconds
         let path = daemon.directory.at("r.jpg")

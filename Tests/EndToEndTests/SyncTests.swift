@@ -479,14 +479,15 @@ import Testing
     }
 
     @Test func requestsWaitingForAConnection_doNotSpendTheirTimeoutWaiting() throws {
-        // One connection; each create takes 0.7 s of a 1 s timeout. A request
-        // timed from when it was handed over would expire waiting its turn.
+        // One connection; each create takes 1.8 s of a 3 s timeout (1.2 s to
+        // spare on a loaded machine). A request timed from when it was handed
+        // over would expire waiting its turn (the third waits 3.6 s).
         let server = try LoopbackHTTPServer { request in
             guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
-            return .respondAfter(seconds: 0.7, status: 503, headers: ["Retry-After": "3600"], body: [])
+            return .respondAfter(seconds: 1.8, status: 503, headers: ["Retry-After": "3600"], body: [])
         }
         defer { server.stop() }
-        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--request-timeout", "1s", "--drain-interval", "1h"])
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "1", "--request-timeout", "3s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         let client = try RawClient(path: daemon.socketPath)
         for n in 0..<3 { try client.send(Self.addLine(n)) }

@@ -282,7 +282,7 @@ import Testing
 
     @Test(arguments: StorageEngine.allCases)
     func anExpiredUpload_isNotFound_andItsBytesAreRemoved(_ engine: StorageEngine) throws {
-        let f = try Fixture(engine, ["--upload-expiry", "1"])
+        let f = try Fixture(engine, ["--upload-expiry", "5"])
         let path = try f.location()
         #expect(try f.append(path, offset: 0, f.bytes[0..<1000], complete: false).status == 204)
         try waitUntil(timeout: 30, "the upload expires") { try f.server.request("HEAD", path).status == 404 }

@@ -19,14 +19,24 @@ public enum SpoolDrop {
     /// Writes into `staging` (on the spool's file system), then renames
     /// into the spool: the way writers are told to drop.
     public static func byRename(_ bytes: [UInt8], as name: FileName, in spool: String, staging: String) throws {
+        try byRename([(name, bytes)], in: spool, staging: staging)
+    }
+
+    /// Writes every file into `staging`, then renames them into the spool
+    /// one right after the other, in order: a sidecar and its receipt
+    /// arrive two system calls apart, so that a test's short settle time
+    /// holds the pair together however loaded the machine is.
+    public static func byRename(_ files: [(name: FileName, bytes: [UInt8])], in spool: String, staging: String) throws {
         try FileSystem.makeDirectories(staging, mode: 0o755)
         let from = try FileDescriptor.open(staging, [.readOnly, .directory])
         let to = try FileDescriptor.open(spool, [.readOnly, .directory])
-        do {
+        for (name, bytes) in files {
             let file = try from.openAt(name, [.writeOnly, .create, .truncate, .noFollow], mode: 0o644)
             try file.writeAll(bytes)
         }
-        try from.renameAt(name, to: name, in: to, replacing: true)
+        for (name, _) in files {
+            try from.renameAt(name, to: name, in: to, replacing: true)
+        }
     }
 
     /// Runs `cp SOURCE SPOOL/NAME`.
