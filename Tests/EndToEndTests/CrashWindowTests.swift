@@ -9,7 +9,7 @@ import Testing
 /// fault point), restart, and the end state converges: each acknowledged
 /// expense once on the server and once in the cache, nothing lost, no
 /// orphan receipt file after one start-up.
-/// Serialized: one test kills the daemon between two requests of a server that takes a second each; one at a time keeps that window wide.
+/// Serialized: one test kills the daemon between two requests of a server that takes two seconds each; one at a time keeps that window wide.
 @Suite(.serialized) struct CrashWindowTests {
     /// Adds one expense with a receipt, without waiting for the answer (the
     /// daemon may die before giving it).
@@ -168,11 +168,12 @@ import Testing
 
     /// Killed with one create on the wire and the next handed to the HTTP
     /// client, waiting for the connection (one connection, a server that
-    /// takes a second per request). After a restart both go again: the
+    /// takes two seconds per request: the time the test has to kill the
+    /// daemon once the first has left). After a restart both go again: the
     /// one the server took is a replay (or, while the server still works
     /// on it, answered "in progress" and retried), and each ends up once.
     @Test func killedWithARequestWaitingInTheHTTPClient_converges() throws {
-        let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "1000"])
+        let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "2000"])
         // Between them a proxy that tells when a request has left the daemon whole.
         let proxy = try FaultProxy(backendPort: sync.port)
         defer { proxy.stop() }
