@@ -10,6 +10,7 @@
 #
 #   bench/wal-pages.sh [BIN_DIR] [N]     # default .build/release, 300
 set -euo pipefail
+shopt -s inherit_errexit  # a failure inside $(…) stops the script too
 BIN=${1:-.build/release}
 N=${2:-300}
 D=$(mktemp -d /tmp/wal-pages.XXXX)

@@ -9,8 +9,7 @@ import Testing
 /// fault point), restart, and the end state converges: each acknowledged
 /// expense once on the server and once in the cache, nothing lost, no
 /// orphan receipt file after one start-up.
-/// Serialized: one test kills the daemon between two requests of a server that takes two seconds each; one at a time keeps that window wide.
-@Suite(.serialized) struct CrashWindowTests {
+@Suite struct CrashWindowTests {
     /// Adds one expense with a receipt, without waiting for the answer (the
     /// daemon may die before giving it).
     /// `bytes`: the receipt's (one of its own for each expense of a test:
@@ -167,22 +166,25 @@ import Testing
     }
 
     /// Killed with one create on the wire and the next handed to the HTTP
-    /// client, waiting for the connection (one connection, a server that
-    /// takes two seconds per request: the time the test has to kill the
-    /// daemon once the first has left). After a restart both go again: the
-    /// one the server took is a replay (or, while the server still works
-    /// on it, answered "in progress" and retried), and each ends up once.
+    /// client, waiting for the connection (one connection; a proxy holds
+    /// the first create once it has left the daemon whole, so no answer
+    /// frees the connection before the kill, and forwards it after). After
+    /// a restart both go again: the one the server took is a replay (or,
+    /// while the server, a second a request, still works on it, answered
+    /// "in progress" and retried), and each ends up once.
     @Test func killedWithARequestWaitingInTheHTTPClient_converges() throws {
-        let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "2000"])
-        // Between them a proxy that tells when a request has left the daemon whole.
+        let sync = try SyncHarness(daemonArguments: ["--concurrency", "1"], serverArguments: ["--fault-delay-ms", "1000"])
+        // Between them a proxy that holds each create it has read whole.
         let proxy = try FaultProxy(backendPort: sync.port)
         defer { proxy.stop() }
+        proxy.holdWrites()
         sync.daemon.arguments += ["--server", proxy.baseURL]
         try sync.daemon.start()
         let ids = try SyncTests.add(3, to: sync.daemon)
         try waitUntil(timeout: 5, "the creates to be claimed") { try sync.daemon.request(["op": "status"])["result"]?["sending"] == 3 }
-        try waitUntil(timeout: 10, "the first create to leave the daemon") { proxy.requestsRead("POST") >= 1 }
+        try waitUntil(timeout: 10, "the first create to leave the daemon") { proxy.heldWrites == 1 }
         sync.daemon.crash()
+        proxy.releaseWrites()
         try waitUntil(timeout: 10, "the server to finish the create it was given") {
             sync.accessLog().contains { $0.first == "POST" }
         }

@@ -64,8 +64,8 @@ import Testing
     }
 
     /// Two hundred default routes made in one burst wake the drain a
-    /// handful of times (one per quiet moment of the burst: a loaded
-    /// machine may pause `ip` now and then), not once per message. A link made after the burst (a veth pair whose
+    /// handful of times at most (one per quiet moment of the burst), not
+    /// once per message. A link made after the burst (a veth pair whose
     /// second end comes up first) marks its end: every message of the
     /// burst was read before that link's.
     @Test func aFloodOfRouteMessages_wakesTheDrainOnce_notOncePerMessage() throws {
@@ -86,7 +86,7 @@ import Testing
 
         let log = daemon.log
         let routeWakes = log.components(separatedBy: "Network change (a default route appeared)").count - 1
-        #expect(routeWakes >= 1 && routeWakes <= 20, "200 default routes woke the drain \(routeWakes) times:\n\(log)")
+        #expect(routeWakes >= 1 && routeWakes <= 5, "200 default routes woke the drain \(routeWakes) times:\n\(log)")
         #expect(log.components(separatedBy: "Network change (").count - before == routeWakes + 1, "only the burst and the marker woke it")
     }
 }

@@ -481,7 +481,8 @@ import Testing
     @Test func requestsWaitingForAConnection_doNotSpendTheirTimeoutWaiting() throws {
         // One connection; each create takes 1.8 s of a 3 s timeout (1.2 s to
         // spare on a loaded machine). A request timed from when it was handed
-        // over would expire waiting its turn (the third waits 3.6 s).
+        // over would expire waiting its turn: the second waits 1.8 s for the
+        // connection and ends 3.6 s after it was handed over.
         let server = try LoopbackHTTPServer { request in
             guard request.method == "POST" else { return .respond(status: 503, headers: [:], body: []) }
             return .respondAfter(seconds: 1.8, status: 503, headers: ["Retry-After": "3600"], body: [])
