@@ -137,10 +137,11 @@ import Testing
     }
 
     /// Adds an expense while the server is down and waits until its create
-    /// is claimed: `before-send` holds the attempt for five seconds, and the
-    /// attempt then finds no server.
-    static func addWhileAnAttemptHangs(_ sync: SyncHarness, receipt: Bool) throws -> String {
-        sync.daemon.environment["EXPENSED_FAULT"] = "before-send:sleep=5000"
+    /// is claimed: `before-send` holds the attempt until the test releases
+    /// it, and the attempt then finds no server.
+    static func addWhileAnAttemptHangs(_ sync: SyncHarness, receipt: Bool) throws -> (id: String, hold: FaultHold) {
+        let hold = try FaultHold("before-send", in: sync.daemon.directory)
+        sync.daemon.environment.merge(hold.environment) { $1 }
         try sync.daemon.start()
         var arguments = ["add", "--merchant", "Taxi", "--amount", "30.00", "--currency", "EUR", "--date", "2026-11-29"]
         if receipt {
@@ -152,17 +153,18 @@ import Testing
         guard added.status == 0 else { throw TestFailure("add: \(added.stderr)") }
         let id = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         try waitUntil(timeout: 10, "the create to be claimed") { try Self.outbox(sync.daemon).first?.1 == "sending" }
-        return id
+        return (id, hold)
     }
 
     @Test func deleteWhileTheCreateIsOnItsWay_butNeverLeaves_sendsNothing() throws {
         let sync = try SyncHarness(startServer: false)
-        let id = try Self.addWhileAnAttemptHangs(sync, receipt: true)
+        let (id, hold) = try Self.addWhileAnAttemptHangs(sync, receipt: true)
         defer { sync.daemon.stop() }
         let deleted = try sync.daemon.ctl(["delete", id])
         #expect(deleted.status == 0)
         #expect(deleted.stdout.contains("delete queued"), "the create may reach the server: \(deleted.stdout)")
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "delete"])
+        try hold.release(sync.daemon)
 
         try waitUntil(timeout: 20, "the attempt to fail and the chain to go") { try Self.outbox(sync.daemon).isEmpty }
         try sync.daemon.waitUntilNoReceiptFiles()
@@ -177,11 +179,12 @@ import Testing
 
     @Test func editWhileTheCreateIsOnItsWay_butNeverLeaves_mergesIntoIt() throws {
         let sync = try SyncHarness(startServer: false)
-        let id = try Self.addWhileAnAttemptHangs(sync, receipt: false)
+        let (id, hold) = try Self.addWhileAnAttemptHangs(sync, receipt: false)
         defer { sync.daemon.stop() }
         try Self.edit(sync.daemon, id, ["--comment", "airport"])
         try Self.edit(sync.daemon, id, ["--amount", "31.00"])
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "edit"], "a create on its way is not rewritten")
+        try hold.release(sync.daemon)
 
         try waitUntil(timeout: 20, "the attempt to fail and the edit to merge") { try Self.outbox(sync.daemon).map(\.0) == ["create"] }
         let payload = try Self.payloads(sync.daemon)[0]

@@ -116,8 +116,9 @@ import Testing
     /// newest.
     @Test func editReceipt_whileTheOldUploadIsOnItsWay_isSentAfterIt() throws {
         let sync = try SyncHarness()
-        // The second request (the upload) waits four seconds before it leaves: time to see it in flight.
-        sync.daemon.environment["EXPENSED_FAULT"] = "before-send:sleep=4000@2"
+        // The second request (the upload) is held before it leaves until the test lets it go.
+        let hold = try FaultHold("before-send", hit: 2, in: sync.daemon.directory)
+        sync.daemon.environment.merge(hold.environment) { $1 }
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let added = try sync.daemon.ctl(["add", "--receipt", Self.write(Self.first, sync.daemon, "a.jpg")])
@@ -126,6 +127,7 @@ import Testing
         try Self.attach(sync.daemon, id, Self.second, name: "b.jpg")
         let outbox = try OfflineEditTests.outbox(sync.daemon)
         #expect(outbox.map(\.0) == ["receipt", "receipt"], "the one on its way stays: \(outbox)")
+        try hold.release(sync.daemon)
 
         try sync.waitUntilDrained(timeout: 60)
         try sync.daemon.waitUntilNoReceiptFiles()

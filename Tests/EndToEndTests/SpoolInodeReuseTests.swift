@@ -171,10 +171,11 @@ import Testing
 
     @Test func aWaitingReceiptReplaced_byAFileWithItsNameSizeAndMtime_isTakenWithTheNewBytes() throws {
         // The receipt's early copy is made while it waits for a sidecar;
-        // the copy then pauses 5 s (a slow disk) before it is handed over,
+        // the copy is then held (a slow disk) before it is handed over,
         // while the take, due after 10 ms, waits for it.
-        let daemon = DaemonHarness(arguments: ["--spool-settle", "10ms"], environment: ["EXPENSED_FAULT": "spool-after-stage:sleep=5000"],
-                                   spool: true, directory: Self.folderOnDisk())
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "10ms"], spool: true, directory: Self.folderOnDisk())
+        let hold = try FaultHold("spool-after-stage", in: daemon.directory)
+        daemon.environment.merge(hold.environment) { $1 }
         try daemon.start()
         defer { daemon.stop() }
         let spool = daemon.spoolDirectory
@@ -193,6 +194,7 @@ import Testing
             try FileTimes.setModified("\(spool)/.other", to: old.modifiedNanoseconds)
             try FileSystem.rename("\(spool)/.other", to: "\(spool)/A.jpg")
         }
+        try hold.release(daemon)
         try daemon.waitForSpool(expenses: 1, rejected: 0, timeout: 60)
         #expect(try daemon.queuedExpenses().map(\.receiptDigest) == [Hex.encode(SHA256.hash(Self.otherReceipt))],
                 "the bytes of the file taken, not the copy of the one before")
