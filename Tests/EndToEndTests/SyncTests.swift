@@ -305,7 +305,9 @@ import Testing
             return hang.load(ordering: .relaxed) ? .hang : .close
         }
         defer { server.stop() }
-        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "2", "--request-timeout", "5s", "--drain-interval", "1h"])
+        // A request timeout far past the test's waits: the two hung requests
+        // stay on the wire until the end, however slow the machine.
+        let daemon = try Self.daemon(sendingTo: server, ["--concurrency", "2", "--request-timeout", "60s", "--drain-interval", "1h"])
         defer { daemon.stop() }
         _ = try Self.add(12, to: daemon)
         try waitUntil("every job back in the queue") { try daemon.request(["op": "status"])["result"]?["queued"] == 12 }
