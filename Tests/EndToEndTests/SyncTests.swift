@@ -192,7 +192,7 @@ import Testing
         try client.send(#"{"op":"add","expense":{"merchant":"Welcome","amount":"2.00","currency":"EUR","date":"2026-11-29"}}"# + "\n")
         let added = try client.readJSONLine()["result"]?["transaction_id"]?.stringValue ?? ""
         let before = server.requests.filter { $0.method == "POST" }.count
-        try waitUntil(timeout: 3, "the new expense to apply past the failing ones") {
+        try waitUntil(timeout: 10, "the new expense to apply past the failing ones") {
             try daemon.list().first { $0["transaction_id"]?.stringValue == added }?["state"] == "synced"
         }
         #expect(server.requests.filter { $0.method == "POST" }.count > before, "the failing ones kept being retried meanwhile")
@@ -454,7 +454,7 @@ import Testing
         defer { daemon.stop() }
         _ = try Self.add(3, to: daemon)
         try waitUntil(timeout: 5, "three creates to reach the server") { posts() >= 3 }
-        try waitUntil(timeout: 3, "the two answers to be recorded while the first request hangs") {
+        try waitUntil(timeout: 10, "the two answers to be recorded while the first request hangs") {
             let jobs = try daemon.list()
             return jobs.filter { $0["state"] == "queued" }.count == 2 && jobs.filter { $0["state"] == "sending" }.count == 1
         }
@@ -475,7 +475,7 @@ import Testing
         try waitUntil(timeout: 10, "the pass to look for more jobs and find none") { daemon.log.contains("Drain pass found nothing more to claim") }
         _ = try Self.add(2, to: daemon)
         try waitUntil(timeout: 5, "the two later creates to reach the server while the first hangs") { posts() >= 3 }
-        try waitUntil(timeout: 3, "their answers to be recorded while the first still hangs") {
+        try waitUntil(timeout: 10, "their answers to be recorded while the first still hangs") {
             try daemon.request(["op": "status"])["result"]?["sending"] == 1
         }
     }
