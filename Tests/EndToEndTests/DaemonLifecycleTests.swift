@@ -129,18 +129,18 @@ import Testing
         let listener = try NotifyListener(path: dir.at("notify"))
         let daemon = DaemonHarness(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
         try daemon.start()
-        var messages = listener.collect(timeout: 10) { $0.contains { $0.contains("WATCHDOG=1") } }
+        var messages = listener.collect(timeout: 10 * TestPatience.factor) { $0.contains { $0.contains("WATCHDOG=1") } }
         let ready = messages.firstIndex { $0.hasPrefix("READY=1") }
         #expect(ready != nil, "\(messages)")
         #expect(messages.contains { $0.contains("STATUS=0 queued, 0 sending, 0 need attention") })
         #expect(messages.contains("WATCHDOG=1"))
 
         _ = try daemon.ctl(["add", "--merchant", "A", "--amount", "1.00", "--currency", "EUR", "--date", "2026-01-01"])
-        messages = listener.collect(timeout: 10) { $0.contains { $0.hasPrefix("STATUS=1 queued") } }
+        messages = listener.collect(timeout: 10 * TestPatience.factor) { $0.contains { $0.hasPrefix("STATUS=1 queued") } }
         #expect(messages.contains { $0.hasPrefix("STATUS=1 queued") }, "\(messages)")
 
         #expect(daemon.stop() == 0)
-        messages = listener.collect(timeout: 2)
+        messages = listener.collect(timeout: 10 * TestPatience.factor) { $0.contains("STOPPING=1") }
         #expect(messages.contains("STOPPING=1"), "\(messages)")
     }
 

@@ -154,9 +154,10 @@ public final class HTTPConnection {
     }
 
     /// True when the server closes the connection (end of stream or a
-    /// reset) within `timeout` seconds; anything it sends first is dropped.
+    /// reset) within `timeout` seconds times ``TestPatience/factor``, as
+    /// every wait; anything it sends first is dropped.
     public func waitForClose(timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * TestPatience.factor)
         while Date() < deadline {
             var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             let remaining = Int32(max(1, deadline.timeIntervalSinceNow * 1000))
