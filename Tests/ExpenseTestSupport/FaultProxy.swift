@@ -96,7 +96,13 @@ public final class FaultProxy: @unchecked Sendable {
     private var heldWriteCount = 0
 
     private struct State {
-        var random: SeededRandom
+        let seed: UInt64
+        /// One stream of draws per method: the fates of a method's requests
+        /// follow from their order alone, however other methods' requests
+        /// (a lookup after a lost answer) come between them, so that what
+        /// a test counts of one method (faults among its creates) is the
+        /// same in every run that makes as many.
+        var draws: [String: SeededRandom] = [:]
         var odds: Odds
         var log: [Entry] = []
         var connections = 0
@@ -108,8 +114,8 @@ public final class FaultProxy: @unchecked Sendable {
     /// Listens on a free port of 127.0.0.1 and forwards to `127.0.0.1:backendPort`.
     /// - Parameters:
     ///   - odds: the faults' probabilities (``setOdds(_:)`` changes them later).
-    ///   - seed: the seed of the draws: the same seed and the same order of
-    ///     requests give the same fates.
+    ///   - seed: the seed of the draws: the same seed and the same number
+    ///     of requests of a method give that method's requests the same fates.
     ///   - backendTimeout: how long to wait for the backend's answer.
     ///   - faultable: which requests may get a fault (default: all).
     public init(backendPort: UInt16, odds: Odds = .none, seed: UInt64 = 1, backendTimeout: Double = 120,
@@ -117,7 +123,7 @@ public final class FaultProxy: @unchecked Sendable {
         self.backendPort = backendPort
         self.backendTimeout = backendTimeout
         isFaultable = faultable
-        state = Mutex(State(random: SeededRandom(seed: seed), odds: odds))
+        state = Mutex(State(seed: seed, odds: odds))
         (listener, port) = try Self.listen()
         Thread { [self] in acceptLoop() }.start()
     }
@@ -273,8 +279,16 @@ public final class FaultProxy: @unchecked Sendable {
     private func decide(_ request: ReceivedRequest) -> Action {
         guard isFaultable(request) else { return .forwarded }
         return state.withLock { state in
-            state.odds.action(for: Double.random(in: 0..<1, using: &state.random))
+            var draws = state.draws[request.method] ?? SeededRandom(seed: state.seed ^ Self.stream(of: request.method))
+            let draw = Double.random(in: 0..<1, using: &draws)
+            state.draws[request.method] = draws
+            return state.odds.action(for: draw)
         }
+    }
+
+    /// A method's stream of draws (FNV-1a of its name: the same in every process).
+    private static func stream(of method: String) -> UInt64 {
+        method.utf8.reduce(0xCBF2_9CE4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }
     }
 
     private func record(connection: Int, _ onConnection: Int, method: String, path: String, _ action: Action, _ status: Int?) {
