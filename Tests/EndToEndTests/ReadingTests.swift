@@ -212,29 +212,26 @@ import Testing
     /// A daemon whose reader stops at a fault point before it applies what it
     /// read, with one clean corpus receipt dropped and its reading held there.
     struct HeldReading {
-        let directory = TemporaryDirectory(prefix: "reading-held")
         let sync: SyncHarness
+        let hold: FaultHold
         let receipt: CorpusReceipt
         let id: String
 
         init(readingWait: String) throws {
-            let release = directory.at("release.fifo")
-            guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
-            let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", readingWait],
-                                       environment: ["EXPENSED_FAULT": "reading-before-apply:hold", "EXPENSED_FAULT_RELEASE": release], spool: true)
+            let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", readingWait], spool: true)
+            let hold = try FaultHold("reading-before-apply", in: sync.daemon.directory)
+            sync.daemon.environment.merge(hold.environment) { $1 }
             try sync.daemon.start()
             let receipt = try #require(try ReadingTests.cleanReceipts().first { $0.file.hasSuffix(".png") })
             try ReadingTests.drop(sync, try ReadingTests.bytes(receipt.path), as: receipt.file)
-            try waitUntil(timeout: 60, "the reading to be held") { sync.daemon.log.contains("fault point reading-before-apply: holding until released") }
+            try hold.waitUntilHeld(sync.daemon, timeout: 60)
             id = try #require(try ReadingTests.expense(sync, from: receipt.file)["transaction_id"]?.stringValue)
-            (self.sync, self.receipt) = (sync, receipt)
+            (self.sync, self.hold, self.receipt) = (sync, hold, receipt)
         }
 
         /// Lets the reader go on.
-        func release() {
-            let fifo = open(directory.at("release.fifo"), O_WRONLY | O_CLOEXEC)
-            #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
-            close(fifo)
+        func release() throws {
+            try hold.release(sync.daemon)
         }
     }
 
@@ -245,7 +242,7 @@ import Testing
         // The wait is over while the reading is held: the create goes as it is.
         let sent = try Self.serverExpense(sync, id, "the create sent after the wait")
         #expect(sent["amount"] == .null && sent["merchant"] == .null)
-        held.release()
+        try held.release()
         let server = try Self.serverExpense(sync, id, "the reading's edit") { $0["amount"] != .null }
         for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
         try sync.waitUntilDrained(timeout: 60)
@@ -269,7 +266,7 @@ import Testing
         #expect(status.stdout.contains("1 receipt being read"), "\(status.stdout)")
         #expect(try sync.serverExpenses().isEmpty, "the create waits for its reading")
 
-        held.release()
+        try held.release()
         let server = try Self.serverExpense(sync, id, "the create with the fields read") { $0["amount"] != .null }
         for (field, value) in receipt.fields { #expect(server[field]?.stringValue == value, "\(field)") }
         #expect(try sync.daemon.ctlJSON(["show", id])["reading"] == nil, "read: no reading to do")

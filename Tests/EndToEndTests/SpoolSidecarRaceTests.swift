@@ -17,18 +17,15 @@ import Testing
 
     /// A daemon held at `point` of the intake of `scan.jpg`, dropped
     /// alone, with `scan.json` dropped while it is held and seen waiting.
-    static func holdWithSidecar(at point: String) throws -> (DaemonHarness, release: String) {
-        let directory = TemporaryDirectory(prefix: "race")
-        let release = directory.at("release.fifo")
-        guard mkfifo(release, 0o600) == 0 else { throw TestFailure("mkfifo: \(errno)") }
+    static func holdWithSidecar(at point: String) throws -> (DaemonHarness, FaultHold) {
         // No settle time: the receipt alone is taken at once, and never copied early.
-        let daemon = DaemonHarness(arguments: ["--spool-settle", "0"],
-                                   environment: ["EXPENSED_FAULT": "\(point):hold", "EXPENSED_FAULT_RELEASE": release],
-                                   spool: true, directory: directory)
+        let daemon = DaemonHarness(arguments: ["--spool-settle", "0"], spool: true, directory: TemporaryDirectory(prefix: "race"))
+        let hold = try FaultHold(point, in: daemon.directory)
+        daemon.environment.merge(hold.environment) { $1 }
         try daemon.start()
         let staging = daemon.directory.at("staging")
         try SpoolDrop.byRename(receipt, as: FileName("scan.jpg")!, in: daemon.spoolDirectory, staging: staging)
-        try waitUntil(timeout: 30, "the intake to reach \(point)") { daemon.log.contains("fault point \(point): holding until released") }
+        try hold.waitUntilHeld(daemon)
         try SpoolDrop.byRename(SpoolDrop.sidecar(fields), as: FileName("scan.json")!, in: daemon.spoolDirectory, staging: staging)
         // Seen waiting, or (the race this guards against) taken beside it.
         let waits = "Spool file 'scan.json' waits until its receipt 'scan.jpg', being taken, is queued"
@@ -38,7 +35,7 @@ import Testing
         }
         #expect(!daemon.log.contains(takenAlone), "the sidecar became an expense of its own while its receipt was being taken")
         #expect(daemon.log.contains(waits))
-        return (daemon, release)
+        return (daemon, hold)
     }
 
     /// The daemon holds one expense: the receipt's, with the sidecar's fields.
@@ -58,11 +55,9 @@ import Testing
 
     @Test(arguments: steps)
     func sidecarArrivingDuringItsReceiptsIntake_isOneExpense(_ point: String) throws {
-        let (daemon, release) = try Self.holdWithSidecar(at: point)
+        let (daemon, hold) = try Self.holdWithSidecar(at: point)
         defer { daemon.stop() }
-        let fifo = open(release, O_WRONLY | O_CLOEXEC)
-        #expect(fifo >= 0 && write(fifo, "x", 1) == 1)
-        close(fifo)
+        try hold.release(daemon)
         try Self.expectOneExpense(daemon)
     }
 
