@@ -140,8 +140,7 @@ import Testing
     /// is claimed: `before-send` holds the attempt until the test releases
     /// it, and the attempt then finds no server.
     static func addWhileAnAttemptHangs(_ sync: SyncHarness, receipt: Bool) throws -> (id: String, hold: FaultHold) {
-        let hold = try FaultHold("before-send", in: sync.daemon.directory)
-        sync.daemon.environment.merge(hold.environment) { $1 }
+        let hold = try FaultHold("before-send", on: sync.daemon)
         try sync.daemon.start()
         var arguments = ["add", "--merchant", "Taxi", "--amount", "30.00", "--currency", "EUR", "--date", "2026-11-29"]
         if receipt {

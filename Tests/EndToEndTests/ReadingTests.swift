@@ -219,8 +219,7 @@ import Testing
 
         init(readingWait: String) throws {
             let sync = try SyncHarness(daemonArguments: ["--reading", "on", "--reading-wait", readingWait], spool: true)
-            let hold = try FaultHold("reading-before-apply", in: sync.daemon.directory)
-            sync.daemon.environment.merge(hold.environment) { $1 }
+            let hold = try FaultHold("reading-before-apply", on: sync.daemon)
             try sync.daemon.start()
             let receipt = try #require(try ReadingTests.cleanReceipts().first { $0.file.hasSuffix(".png") })
             try ReadingTests.drop(sync, try ReadingTests.bytes(receipt.path), as: receipt.file)

@@ -117,8 +117,7 @@ import Testing
     @Test func editReceipt_whileTheOldUploadIsOnItsWay_isSentAfterIt() throws {
         let sync = try SyncHarness()
         // The second request (the upload) is held before it leaves until the test lets it go.
-        let hold = try FaultHold("before-send", hit: 2, in: sync.daemon.directory)
-        sync.daemon.environment.merge(hold.environment) { $1 }
+        let hold = try FaultHold("before-send", hit: 2, on: sync.daemon)
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let added = try sync.daemon.ctl(["add", "--receipt", Self.write(Self.first, sync.daemon, "a.jpg")])

@@ -174,8 +174,7 @@ import Testing
         // the copy is then held (a slow disk) before it is handed over,
         // while the take, due after 10 ms, waits for it.
         let daemon = DaemonHarness(arguments: ["--spool-settle", "10ms"], spool: true, directory: Self.folderOnDisk())
-        let hold = try FaultHold("spool-after-stage", in: daemon.directory)
-        daemon.environment.merge(hold.environment) { $1 }
+        let hold = try FaultHold("spool-after-stage", on: daemon)
         try daemon.start()
         defer { daemon.stop() }
         let spool = daemon.spoolDirectory

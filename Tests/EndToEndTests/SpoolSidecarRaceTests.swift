@@ -20,8 +20,7 @@ import Testing
     static func holdWithSidecar(at point: String) throws -> (DaemonHarness, FaultHold) {
         // No settle time: the receipt alone is taken at once, and never copied early.
         let daemon = DaemonHarness(arguments: ["--spool-settle", "0"], spool: true, directory: TemporaryDirectory(prefix: "race"))
-        let hold = try FaultHold(point, in: daemon.directory)
-        daemon.environment.merge(hold.environment) { $1 }
+        let hold = try FaultHold(point, on: daemon)
         try daemon.start()
         let staging = daemon.directory.at("staging")
         try SpoolDrop.byRename(receipt, as: FileName("scan.jpg")!, in: daemon.spoolDirectory, staging: staging)

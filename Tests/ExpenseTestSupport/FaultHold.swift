@@ -11,16 +11,13 @@ public struct FaultHold: Sendable {
     public let hit: Int
     let fifo: String
 
-    /// Makes the release FIFO in `directory` (the daemon's own folder).
-    public init(_ point: String, hit: Int = 1, in directory: TemporaryDirectory) throws {
+    /// Arms `daemon`, not started yet: makes the release FIFO in its
+    /// folder and sets the fault in its environment.
+    public init(_ point: String, hit: Int = 1, on daemon: DaemonHarness) throws {
         (self.point, self.hit) = (point, hit)
-        fifo = directory.at("fault-release-\(point).fifo")
+        fifo = daemon.directory.at("fault-release-\(point).fifo")
         guard mkfifo(fifo, 0o600) == 0 else { throw TestFailure("mkfifo \(fifo): errno \(errno)") }
-    }
-
-    /// What the daemon's environment needs for it.
-    public var environment: [String: String] {
-        ["EXPENSED_FAULT": "\(point):hold@\(hit)", "EXPENSED_FAULT_RELEASE": fifo]
+        daemon.environment.merge(["EXPENSED_FAULT": "\(point):hold@\(hit)", "EXPENSED_FAULT_RELEASE": fifo]) { $1 }
     }
 
     /// Waits until `daemon` says it holds there.
