@@ -11,7 +11,7 @@ import Testing
     @Test(arguments: benchmarks)
     func help_printsTheUsageAndRunsNothing(_ benchmark: String) throws {
         for flag in ["--help", "-h"] {
-            let result = try runCommand(BuiltProducts.path(benchmark), [flag], timeout: 30)
+            let result = try runCommand(BuiltProducts.benchmark(benchmark), [flag], timeout: 30)
             #expect(result.status == 0, "\(benchmark) \(flag): \(result.stderr)")
             #expect(result.stdout.hasPrefix("usage: \(benchmark) "), "\(benchmark) \(flag): \(result.stdout)")
         }
@@ -19,7 +19,7 @@ import Testing
 
     @Test(arguments: benchmarks)
     func unknownFlag_isRefusedWithTheUsage(_ benchmark: String) throws {
-        let result = try runCommand(BuiltProducts.path(benchmark), ["--quik"], timeout: 30)
+        let result = try runCommand(BuiltProducts.benchmark(benchmark), ["--quik"], timeout: 30)
         #expect(result.status == 64)
         #expect(result.stderr.contains("\(benchmark): unknown argument '--quik'"), "\(result.stderr)")
         #expect(result.stderr.contains("usage: \(benchmark) "), "\(result.stderr)")
@@ -37,7 +37,7 @@ import Testing
         ("bench-daemon", ["--baseline-bin", "/nonexistent"], "--baseline-bin: no executable expensed in '/nonexistent'"),
     ])
     func badValue_isRefusedNamingTheFlag(_ benchmark: String, _ arguments: [String], _ why: String) throws {
-        let result = try runCommand(BuiltProducts.path(benchmark), arguments, timeout: 30)
+        let result = try runCommand(BuiltProducts.benchmark(benchmark), arguments, timeout: 30)
         #expect(result.status == 64, "\(benchmark) \(arguments): \(result.stderr)")
         #expect(result.stderr.contains("\(benchmark): \(why)"), "\(result.stderr)")
     }

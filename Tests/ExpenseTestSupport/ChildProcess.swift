@@ -11,11 +11,17 @@ public enum BuiltProducts {
         return url.path
     }()
 
-    /// The directory holding the built executables: `$EXPENSED_BIN_DIR`, or
-    /// the directory of the running test bundle (which `swift test` builds
-    /// beside the executables).
-    public static let directory: String = {
-        if let dir = ProcessInfo.processInfo.environment["EXPENSED_BIN_DIR"] { return dir }
+    /// The directory holding the product executables (`expensed`,
+    /// `expensed-decode`, `expensectl`, `expense-server`):
+    /// `$EXPENSED_BIN_DIR` (scripts/test sets the static release build's
+    /// there, the binaries the packages ship), or ``buildDirectory``.
+    public static let directory: String =
+        ProcessInfo.processInfo.environment["EXPENSED_BIN_DIR"] ?? buildDirectory
+
+    /// The directory of the running test bundle, which `swift build
+    /// --build-tests` fills beside it with every executable of the package,
+    /// the benchmark programs among them.
+    public static let buildDirectory: String = {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var dir = executable.deletingLastPathComponent()
         // xctest bundles live in <bin>/<Package>PackageTests.xctest/...; walk up to the folder that has expensed.
@@ -27,6 +33,10 @@ public enum BuiltProducts {
     }()
 
     public static func path(_ name: String) -> String { "\(directory)/\(name)" }
+
+    /// A benchmark program (`bench-daemon`, …): the debug build's, which
+    /// a release build of the products does not make.
+    public static func benchmark(_ name: String) -> String { "\(buildDirectory)/\(name)" }
 }
 
 /// A child process started from a built executable, with its output going
