@@ -190,10 +190,17 @@ import Testing
         try waitUntil(timeout: 30, "alice's expenses on the server") {
             Set(try h.serverRows().map(\.transactionID)).isSuperset(of: alices)
         }
-        try waitUntil(timeout: 30, "bob's account paused") { try h.ctlJSON("bob", ["status"])["server"]?.stringValue == "needs_credentials" }
-        #expect(try h.ctlJSON("bob", ["status"])["queued"] == 3)
-        let alice = try h.ctlJSON("alice", ["status"])
-        #expect(alice["server"]?.stringValue == "ok" && alice["queued"] == 0, "\(alice)")
+        // Waited for, as the pause shows from the first refusal on: jobs
+        // claimed with it are "sending" until the pass puts them back, and
+        // alice's last answers are recorded after the server has them.
+        try waitUntil(timeout: 30, "bob's account paused, his three expenses queued") {
+            let bob = try h.ctlJSON("bob", ["status"])
+            return bob["server"]?.stringValue == "needs_credentials" && bob["queued"] == 3 && bob["sending"] == 0
+        }
+        try waitUntil(timeout: 30, "alice's queue empty, her account not paused") {
+            let alice = try h.ctlJSON("alice", ["status"])
+            return alice["server"]?.stringValue == "ok" && alice["queued"] == 0 && alice["sending"] == 0
+        }
         let admin = try h.ctlJSON("root", ["status"])
         #expect(admin["server"]?.stringValue == "needs_credentials")
         let states = admin["accounts"]?.arrayValue ?? []

@@ -159,7 +159,10 @@ import Testing
             #expect(try daemon.rejectionReason(FileName(name)!).contains("reason: "), "\(name) has a reason")
         }
         #expect(try daemon.spoolEntries().isEmpty, "the spool is otherwise empty")
-        #expect(try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == 0)
+        // Forgotten after the file's removal and the spool's fsync.
+        try waitUntil(timeout: 10, "the intake records to be forgotten") {
+            try QueuedExpense.intakeRecords(stateDirectory: daemon.stateDirectory) == 0
+        }
         #expect(daemon.receiptFiles().count == queued.filter { $0.receiptDigest != nil }.count, "no stray receipt copy")
         // The status count follows the move into `rejected/` by a moment.
         try waitUntil("status to count \(expectedRejected.count) rejected files") {

@@ -247,7 +247,11 @@ import Testing
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let ids = try Self.add(5, to: sync.daemon)
-        try waitUntil(timeout: 10, "credentials to be needed") { try sync.daemon.ctlJSON(["status"])["server"] == "needs_credentials" }
+        // Jobs claimed with the first refused one are "sending" until the pass puts them back.
+        try waitUntil(timeout: 10, "credentials to be needed, the five jobs queued") {
+            let status = try sync.daemon.ctlJSON(["status"])
+            return status["server"] == "needs_credentials" && status["queued"] == 5 && status["sending"] == 0
+        }
         let status = try sync.daemon.ctl(["status"])
         #expect(status.stdout.contains("needed: the server refused the token"))
         for id in ids {
