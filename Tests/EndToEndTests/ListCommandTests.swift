@@ -23,8 +23,13 @@ import Testing
         let sync = try SyncHarness()
         try sync.daemon.start()
         defer { sync.daemon.stop() }
+        // Each synced before the next is added: a synced expense is listed
+        // by the server's creation time, and creates in flight together
+        // (the drain sends four at once) may be created in any order.
         let coffee = try Self.add(sync.daemon, ["--merchant", "Blue Bottle", "--amount", "4.50", "--currency", "EUR", "--date", "2026-11-02", "--category", "Meals"])
+        try sync.waitUntilDrained()
         let hotel = try Self.add(sync.daemon, ["--merchant", "Hotel Adlon", "--amount", "310", "--currency", "EUR", "--date", "2026-10-15", "--category", "Travel"])
+        try sync.waitUntilDrained()
         let train = try Self.add(sync.daemon, ["--merchant", "Shinkansen", "--amount", "14720", "--currency", "JPY", "--date", "2026-09-30", "--category", "travel"])
         try sync.waitUntilDrained()
         // Offline from here: what is added now stays queued, and counts.
