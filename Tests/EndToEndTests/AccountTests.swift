@@ -166,7 +166,8 @@ import Testing
         let rootReason = try String(contentsOfFile: "\(rejected)/root-scan.json.reason", encoding: .utf8)
         #expect(rootReason.contains("is owned by uid 0 ('root'), who has no account"), "\(rootReason)")
         #expect(try h.listed("root", ["--all-accounts"]).isEmpty, "nothing queued")
-        #expect(try h.ctlJSON("root", ["status"])["spool_rejected"] == 2)
+        // The count follows the move into rejected/ by a moment.
+        try waitUntil("status to count both rejected files") { try h.ctlJSON("root", ["status"])["spool_rejected"] == 2 }
     }
 
     /// bob's token is revoked on the server: bob's jobs pause and status

@@ -238,13 +238,16 @@ import Testing
     }
 
     @Test func editWhileTheCreateIsSending_becomesANewJobAfterIt() throws {
-        let sync = try SyncHarness(serverArguments: ["--fault-delay-ms", "1500"])
+        let sync = try SyncHarness()
+        // The create's attempt holds before it is sent, as long as the test needs.
+        let hold = try FaultHold("before-send", on: sync.daemon)
         try sync.daemon.start()
         defer { sync.daemon.stop() }
         let id = try Self.add(sync.daemon)
         try waitUntil(timeout: 10, "the create to be sending") { try Self.outbox(sync.daemon).first?.1 == "sending" }
         try Self.edit(sync.daemon, id, ["--amount", "99.00"])
         #expect(try Self.outbox(sync.daemon).map(\.0) == ["create", "edit"], "the create being sent was not rewritten")
+        try hold.release(sync.daemon)
         try sync.waitUntilDrained(timeout: 30)
         #expect(Self.requests(sync, "POST", awaiting: 1) == 1)
         #expect(Self.requests(sync, "PATCH", awaiting: 1) == 1)
@@ -335,8 +338,9 @@ import Testing
         let shown = try sync.daemon.ctl(["show", id])
         #expect(shown.stdout.contains("expensectl discard \(id)"), "show says what to do")
         #expect(!shown.stdout.contains("expensectl retry"), "a retry can never succeed, so none is suggested: \(shown.stdout)")
+        // Logged after the commit that the list shows.
+        try waitUntil("the log to say a retry cannot help") { sync.daemon.log.contains("retrying cannot help") }
         #expect(!sync.daemon.log.contains("Use 'expensectl retry'"))
-        #expect(sync.daemon.log.contains("retrying cannot help"))
         let retry = try sync.daemon.ctl(["retry", id])
         #expect(retry.status == 1, "\(retry.stderr)")
         #expect(retry.stderr.contains("can never apply") && retry.stderr.contains("expensectl discard \(id)"), "\(retry.stderr)")

@@ -254,10 +254,12 @@ import Testing
             #expect(result.status == 0, "\(result.stderr)")
             queued.append((clientID, digest))
         }
-        try waitUntil(timeout: 20, "sending to pause for the refused token") {
-            try daemon.request(["op": "status"])["result"]?["server"] == "needs_credentials"
+        // The first refusal pauses the account; creates sent beside it are
+        // put back as their own refusals come, or when the pass ends.
+        try waitUntil(timeout: 20, "sending to pause for the refused token, with twelve creates and six uploads queued") {
+            let status = try daemon.request(["op": "status"])["result"]
+            return status?["server"] == "needs_credentials" && status?["queued"] == 18 && status?["sending"] == 0
         }
-        #expect(try daemon.request(["op": "status"])["result"]?["queued"] == 18, "twelve creates, six uploads")
 
         // A foreign file takes every byte left.
         let foreignPath = "\(state)/foreign.bin"

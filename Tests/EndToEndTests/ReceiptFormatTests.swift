@@ -155,8 +155,13 @@ import Testing
         let (path, type) = try #require(try Self.serverReceipt(sync, id))
         let format = try Self.identify(path).format
         #expect(type == "image/jpeg" && format == "JPEG")
-        // What is left in receipts/: the original alone (the copy went once uploaded).
-        let left = try FileManager.default.contentsOfDirectory(atPath: "\(daemon.stateDirectory)/receipts")
+        // What is left in receipts/: the original alone (the copy goes once
+        // uploaded, a moment after the commit that removed its job).
+        var left: [String] = []
+        try? waitUntil("receipts/ to hold the original alone") {
+            left = try FileManager.default.contentsOfDirectory(atPath: "\(daemon.stateDirectory)/receipts")
+            return left.count == 1
+        }
         #expect(left.count == 1 && left[0].hasSuffix(".heic"), "\(left)")
     }
 

@@ -226,7 +226,8 @@ import Testing
         #expect(job?["attempts"] == 5)
         #expect(job?["last_error_class"] == "rejected")
         #expect(job?["last_error"]?.stringValue?.contains("merchant is on the block list") == true)
-        #expect(daemon.log.contains("needs attention after 5 failed attempts"))
+        // Logged after the commit that the list shows.
+        try waitUntil("the log to say so") { daemon.log.contains("needs attention after 5 failed attempts") }
         // It stays put: nothing more is sent until someone decides, not
         // even by a pass asked for.
         let passes = daemon.passesEnded
@@ -263,7 +264,9 @@ import Testing
         #expect(sync.daemon.log.contains("Server refused the credentials (401)"))
         #expect(!sync.daemon.log.contains("not-the-token"), "the token never reaches a log line")
         // Paused: the timer's passes go on (each looks at the token file),
-        // and none of them sends.
+        // and none of them sends. Counted from a pass after the refusals: the
+        // server logs a request after its answer has gone out.
+        try sync.daemon.waitForPasses(after: sync.daemon.passesEnded, count: 1)
         let posts = sync.accessLog().filter { $0.first == "POST" }.count
         try sync.daemon.waitForPasses(after: sync.daemon.passesEnded, count: 2)
         #expect(sync.accessLog().filter { $0.first == "POST" }.count == posts, "paused: nothing more is sent")
@@ -604,8 +607,9 @@ import Testing
         #expect(status["server"] == "ok")
         #expect(status["last_contact_at"]?.stringValue != nil)
         #expect(status["server_url"]?.stringValue == "http://127.0.0.1:\(sync.port)")
+        // The counts follow the commit that empties the outbox by a moment.
+        try waitUntil("stats to count the three applied") { try sync.daemon.ctlJSON(["stats"])["since_start"]?["applied"] == 3 }
         let stats = try sync.daemon.ctlJSON(["stats"])
-        #expect(stats["since_start"]?["applied"] == 3)
         #expect(stats["since_start"]?["latency_ms"]?["p50"]?.intValue != nil)
         #expect(stats["total"]?["applied"] == 3)
         #expect(stats["since_start"]?["failures"]?["transport"]?.intValue ?? 0 >= 1, "\(stats.serialized())")

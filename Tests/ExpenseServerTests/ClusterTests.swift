@@ -54,10 +54,15 @@ import Testing
             checkOnce(answers, applied: 201, "create \(n)")
             ids.append(TransactionID.derive(from: key))
         }
-        // Round robin sent each key's five requests to more than one process.
+        // Round robin sent each key's five requests to more than one process
+        // (a process logs a request after its answer has gone out: waited for).
+        func reached(_ id: String, _ logs: [[String]]) -> Int {
+            logs.filter { log in log.contains { $0.hasPrefix("POST /v1/expenses ") && $0.contains(id) } }.count
+        }
+        try? waitUntil("each key's requests logged by two processes") { let logs = cluster.accessLogs(); return ids.allSatisfy { reached($0, logs) >= 2 } }
         let logs = cluster.accessLogs()
         for id in ids {
-            let reached = logs.filter { log in log.contains { $0.hasPrefix("POST /v1/expenses ") && $0.contains(id) } }.count
+            let reached = reached(id, logs)
             #expect(reached >= 2, "\(id) reached \(reached) process(es)")
         }
         #expect(try cluster.storage.scalar("SELECT count(*) FROM expenses") == Int64(Self.keys))
