@@ -52,7 +52,7 @@ import Testing
         #expect(rows[2].receipt, "and the queued receipt")
         #expect(Set(rows.map(\.user)) == ["alice"])
         let db = try Connection(path: "\(daemon.stateDirectory)/expensed.db", readOnly: true)
-        #expect(try db.schemaVersion() == 14, "through accounts (3), the listing (4), where expenses came from (5), receipt digests (6), the jobs' account index (7), receipt copies (8), receipts as received (9), the receipt bytes the outbox holds (10), readings (11), the copies to make (12), a new expense's listing row (13) and resumable uploads (14)")
+        #expect(try db.schemaVersion() == 15, "through accounts (3), the listing (4), where expenses came from (5), receipt digests (6), the jobs' account index (7), receipt copies (8), receipts as received (9), the receipt bytes the outbox holds (10), readings (11), the copies to make (12), a new expense's listing row (13), resumable uploads (14) and a new expense's row at its first read (15)")
         // The listing the migration filled answers filters and totals.
         let queued = try daemon.ctlJSON(["list", "--merchant", "three", "--totals"])
         #expect(queued["expenses"]?.arrayValue?.compactMap { $0["merchant"]?.stringValue } == ["Queued Three"], "\(queued)")

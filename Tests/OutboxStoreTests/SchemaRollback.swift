@@ -7,6 +7,10 @@ import SQLite
 /// the order they undo; a new migration adds its own here.
 enum SchemaRollback {
     static let undo: [Int: [String]] = [
+        // Version 14 keeps every row at once: the rows left for the first read are written first.
+        15: [ListingSchema.catchUp, "DROP TRIGGER listing_job_update", "DROP TRIGGER listing_job_delete",
+             ListingSchema.jobUpdateTrigger, ListingSchema.jobDeleteTrigger,
+             ListingSchema.newExpenseMigration, "DELETE FROM counters WHERE name = 'listing_seq'"],
         14: ["DROP TRIGGER upload_cancellations_job_gone", "DROP TABLE upload_cancellations",
              "ALTER TABLE jobs DROP COLUMN upload_offset", "ALTER TABLE jobs DROP COLUMN upload_url"],
         13: ["DROP TRIGGER listing_new_expense", "DROP TRIGGER listing_job_insert", ListingSchema.jobInsertTrigger],

@@ -56,8 +56,8 @@ enum ListingSchema {
             WHERE state != 'synced';
 
         \(jobInsertTrigger)
-        CREATE TRIGGER listing_job_update AFTER UPDATE OF state, payload ON jobs BEGIN \(refresh("NEW.transaction_id")) END;
-        CREATE TRIGGER listing_job_delete AFTER DELETE ON jobs BEGIN \(refresh("OLD.transaction_id")) END;
+        \(jobUpdateTrigger)
+        \(jobDeleteTrigger)
         CREATE TRIGGER listing_expense_insert AFTER INSERT ON expenses BEGIN \(refresh("NEW.transaction_id")) END;
         CREATE TRIGGER listing_expense_update AFTER UPDATE ON expenses BEGIN \(refresh("NEW.transaction_id")) END;
         CREATE TRIGGER listing_expense_delete AFTER DELETE ON expenses BEGIN \(refresh("OLD.transaction_id")) END;
@@ -69,6 +69,11 @@ enum ListingSchema {
     /// The trigger of version 4 that refreshes an expense's row when one of
     /// its jobs is added (version 13 gives it the condition `NOT` ``newExpense``).
     static let jobInsertTrigger = "CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs BEGIN \(refresh("NEW.transaction_id")) END;"
+
+    /// The triggers of version 4 that refresh an expense's row when one of
+    /// its jobs changes or goes (version 15 gives them the condition ``listed(_:)``).
+    static let jobUpdateTrigger = "CREATE TRIGGER listing_job_update AFTER UPDATE OF state, payload ON jobs BEGIN \(refresh("NEW.transaction_id")) END;"
+    static let jobDeleteTrigger = "CREATE TRIGGER listing_job_delete AFTER DELETE ON jobs BEGIN \(refresh("OLD.transaction_id")) END;"
 
     /// A job that is the first of an expense the device never had: a create
     /// with no other job and no cache row. Its row is its payload's fields
@@ -126,6 +131,72 @@ enum ListingSchema {
                   FROM json_each(CASE WHEN json_valid(NEW.payload) AND json_type(NEW.payload, '$.fields') = 'object'
                                       THEN NEW.payload ELSE '{"fields":{}}' END, '$.fields')) f;
         END;
+        """
+
+    /// Schema version 15: an expense the device never had gets its row
+    /// when it is first read, not when it is added. An add writes its job
+    /// and nothing of the listing (the row and its entry in
+    /// `listing_pending` were 2.55 of an add's 6.71 WAL pages), and while
+    /// the expense has no row, neither the claim of its jobs nor their
+    /// answers refresh it: an expense sent before anyone lists it costs
+    /// the listing nothing until its answer caches it (the cache's
+    /// triggers write its synced row, as before). A job changes the row of
+    /// an expense that has one, or a cache row, at once, as before.
+    ///
+    /// What is left for later is found by the sequence: `listing_seq` in
+    /// `counters` is the last job sequence number the listing has caught up
+    /// with, and ``catchUp`` folds the expenses of every later job that
+    /// have no row yet, before a read of the listing (``Store/list(_:in:)``,
+    /// the known merchants). A row that exists is always current; one that
+    /// is missing belongs to an expense with a job after `listing_seq`.
+    static let lazyMigration = """
+        DROP TRIGGER listing_new_expense;
+        DROP TRIGGER listing_job_insert;
+        DROP TRIGGER listing_job_update;
+        DROP TRIGGER listing_job_delete;
+        CREATE TRIGGER listing_job_insert AFTER INSERT ON jobs WHEN \(listed("NEW.transaction_id")) AND NOT (\(uploadBesidePending))
+        BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_job_update AFTER UPDATE OF state, payload ON jobs WHEN \(listed("NEW.transaction_id"))
+        BEGIN \(refresh("NEW.transaction_id")) END;
+        CREATE TRIGGER listing_job_delete AFTER DELETE ON jobs WHEN \(listed("OLD.transaction_id"))
+        BEGIN \(refresh("OLD.transaction_id")) END;
+        -- Every row is current: the listing has caught up with every job so far.
+        INSERT OR REPLACE INTO counters (name, value) SELECT 'listing_seq', value FROM counters WHERE name = 'seq';
+        """
+
+    /// An expense whose row the triggers keep at once: it has one, or a
+    /// cache row (whose triggers would write it anyway).
+    private static func listed(_ id: String) -> String {
+        """
+        (EXISTS (SELECT 1 FROM listing WHERE transaction_id = \(id)) OR EXISTS (SELECT 1 FROM expenses WHERE transaction_id = \(id)))
+        """
+    }
+
+    /// Whether the listing has rows to catch up with (one row of one
+    /// column, 1 or 0): a job after `listing_seq` whose expense has no row.
+    /// Later jobs of listed expenses alone leave nothing to write.
+    static let isBehind = """
+        SELECT EXISTS (SELECT 1 FROM jobs j WHERE j.seq > (SELECT value FROM counters WHERE name = 'listing_seq')
+                                            AND NOT EXISTS (SELECT 1 FROM listing l WHERE l.transaction_id = j.transaction_id))
+        """
+
+    /// Writes the rows of the expenses with a job after `listing_seq` and
+    /// no row yet, folded as the refresh folds them. The ids are gathered
+    /// first: the insert's second statement finds them again, after the
+    /// rows exist.
+    static let catchUpRows = """
+        CREATE TEMP TABLE IF NOT EXISTS listing_due (t TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+        INSERT OR IGNORE INTO temp.listing_due (t)
+            SELECT j.transaction_id FROM jobs j
+            WHERE j.seq > (SELECT value FROM counters WHERE name = 'listing_seq')
+              AND NOT EXISTS (SELECT 1 FROM listing l WHERE l.transaction_id = j.transaction_id);
+        \(insert(from: "SELECT t FROM temp.listing_due"));
+        DELETE FROM temp.listing_due;
+        """
+
+    /// ``catchUpRows``, then `listing_seq` moved to the last job.
+    static let catchUp = catchUpRows + """
+        UPDATE counters SET value = (SELECT value FROM counters WHERE name = 'seq') WHERE name = 'listing_seq';
         """
 
     /// An expense missing what an expense needs; the same text in the

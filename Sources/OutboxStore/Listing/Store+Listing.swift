@@ -26,19 +26,40 @@ extension Store {
     /// chooses which and in what order (``ListingQuery``), among the
     /// expenses of `scope` alone, for the page and its totals.
     public func list(_ query: ListQuery, in scope: AccountScope = .all) async throws -> ListingPage {
-        try await database.read { db in
-            let listing = ListingQuery(query, in: scope)
-            let (sql, values) = listing.page
-            var ids = try db.query(sql, values) { $0.string(0) }
-            var hasMore = false
-            if let limit = query.limit, ids.count > limit {
-                ids.removeLast(ids.count - limit)
-                hasMore = true
-            }
-            var page = ListingPage(views: try Store.views(db, transactionIDs: ids), hasMore: hasMore, totals: nil, withoutAmount: 0)
-            if query.totals { (page.totals, page.withoutAmount) = try Store.totals(db, listing) }
-            return page
+        // A catch-up that cannot be written (a full disk) is made in the
+        // read's own transaction instead, and undone after it: the page
+        // shows every expense all the same.
+        let caughtUp = (try? await catchUpListing()) != nil
+        return try await database.read { db in
+            if caughtUp { return try Store.page(db, query, in: scope) }
+            try db.execute("BEGIN", [])
+            defer { try? db.execute("ROLLBACK", []) }
+            try db.execute(ListingSchema.catchUpRows)
+            return try Store.page(db, query, in: scope)
         }
+    }
+
+    private static func page(_ db: Connection, _ query: ListQuery, in scope: AccountScope) throws -> ListingPage {
+        let listing = ListingQuery(query, in: scope)
+        let (sql, values) = listing.page
+        var ids = try db.query(sql, values) { $0.string(0) }
+        var hasMore = false
+        if let limit = query.limit, ids.count > limit {
+            ids.removeLast(ids.count - limit)
+            hasMore = true
+        }
+        var page = ListingPage(views: try Store.views(db, transactionIDs: ids), hasMore: hasMore, totals: nil, withoutAmount: 0)
+        if query.totals { (page.totals, page.withoutAmount) = try Store.totals(db, listing) }
+        return page
+    }
+
+    /// Writes the listing rows that adds left for the first read
+    /// (``ListingSchema/lazyMigration``): a read when none are due. The
+    /// write is deferred: rows lost with a power cut are written again, as
+    /// `listing_seq` goes back with them.
+    func catchUpListing() async throws {
+        guard try await database.read({ try $0.scalarInt(ListingSchema.isBehind) == 1 }) else { return }
+        try await database.write(durability: .deferred) { try $0.execute(ListingSchema.catchUp) }
     }
 
     /// The SQL a page of `query` runs, with its values: for benchmarks

@@ -383,5 +383,6 @@ enum Schema {
                 INSERT OR IGNORE INTO upload_cancellations (url, account) VALUES (OLD.upload_url, OLD.account);
             END;
             """),
+        Migration(version: 15, sql: ListingSchema.lazyMigration),
     ]
 }
