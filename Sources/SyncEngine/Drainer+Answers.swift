@@ -115,7 +115,13 @@ extension Drainer {
         }
         let results: [Result<String?, any Error>]
         do {
-            results = try await store.complete(updates, now: now)
+            // An applied job is counted as its commit is seen: `sync --wait`
+            // ends on a summary read after it, and `stats` then counts it.
+            results = try await store.complete(updates, now: now) { [self] results in
+                for ((job, update, _), result) in zip(updates, results) {
+                    if case .success = result, case .applied = update { countApplied(job) }
+                }
+            }
         } catch {
             results = updates.map { _ in .failure(error) }
         }
@@ -140,15 +146,19 @@ extension Drainer {
         onChange()
     }
 
+    /// Counts an applied job in the stats since start.
+    private func countApplied(_ job: OutboxJob) {
+        let latency = Clock.wallMilliseconds - job.createdMilliseconds
+        state.withLock { state in
+            state.stats.recordApplied(latencyMilliseconds: latency)
+            if tokens.directory != nil { state.accountStats[job.account, default: SyncStats()].recordApplied(latencyMilliseconds: latency) }
+        }
+    }
+
     private func report(_ job: OutboxJob, _ update: JobUpdate, _ outcome: SyncOutcome) {
         let what = job.kind.rawValue
         switch update {
         case .applied(let expense):
-            let latency = Clock.wallMilliseconds - job.createdMilliseconds
-            state.withLock { state in
-                state.stats.recordApplied(latencyMilliseconds: latency)
-                if tokens.directory != nil { state.accountStats[job.account, default: SyncStats()].recordApplied(latencyMilliseconds: latency) }
-            }
             updateServer { $0.succeeded(account: job.account, at: Clock.wallMilliseconds) }
             logger.info("Applied \(what) (\(outcome.code)\(outcome.isReplay ? ", replayed" : ""))", transactionID: job.transactionID, jobUUID: job.uuid, account: job.account,
                         messageID: job.kind == .receipt ? .receiptUploaded : .expenseApplied)

@@ -15,21 +15,28 @@ extension Store {
     ///   room): when the file system is full, the drain's headroom is given
     ///   up and the WAL truncated (``makeRoomForDrain()``), and the write
     ///   tried once more. An add never uses it.
+    /// - Parameter committed: runs with the value once the write committed,
+    ///   on the store's queue, before anything later on it (a read of the
+    ///   counts a summary shows): for what must be seen with the commit.
     func write<T: Sendable>(durability: DatabaseQueue.Durability = .durable, usingHeadroom: Bool = false,
+                            committed: @escaping @Sendable (T) -> Void = { _ in },
                             watched body: @escaping @Sendable (Connection, _ watched: Bool) throws -> (T, [ExpenseChange])) async throws -> T {
         do {
-            return try await writeOnce(durability: durability, watched: body)
+            return try await writeOnce(durability: durability, committed: committed, watched: body)
         } catch let error as SQLiteError where error.isDiskFull && usingHeadroom {
             guard await makeRoomForDrain() else { throw error }
-            return try await writeOnce(durability: durability, watched: body)
+            return try await writeOnce(durability: durability, committed: committed, watched: body)
         }
     }
 
-    private func writeOnce<T: Sendable>(durability: DatabaseQueue.Durability,
+    private func writeOnce<T: Sendable>(durability: DatabaseQueue.Durability, committed: @escaping @Sendable (T) -> Void,
                                         watched body: @escaping @Sendable (Connection, _ watched: Bool) throws -> (T, [ExpenseChange])) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             database.write(durability: durability, { [changes] db in try body(db, changes.isWanted) }, completion: { [changes] result in
-                if case .success(let (_, made)) = result { changes.deliver(made, at: Clock.wallMilliseconds) }
+                if case .success(let (value, made)) = result {
+                    committed(value)
+                    changes.deliver(made, at: Clock.wallMilliseconds)
+                }
                 continuation.resume(with: result.map { $0.0 })
             })
         }

@@ -33,10 +33,14 @@ extension Store {
     /// Durable only when a receipt file is deleted after it (a job must
     /// never come back without its file). Otherwise deferred: losing it to a
     /// power cut means sending the jobs once more, which the server replays.
-    public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)],
-                         now: Int64) async throws -> [Result<String?, any Error>] {
+    ///
+    /// `committed` gets the results on the store's queue once they
+    /// committed, before any later read there: what it counts is seen by
+    /// every summary that shows the jobs gone.
+    public func complete(_ answers: [(job: OutboxJob, update: JobUpdate, goneOnServer: Bool)], now: Int64,
+                         committed: @escaping @Sendable ([Result<String?, any Error>]) -> Void = { _ in }) async throws -> [Result<String?, any Error>] {
         let durable = answers.contains { Store.removesFile($0.job, $0.update) }
-        return try await write(durability: durable ? .durable : .deferred, usingHeadroom: true) { db, watched in
+        return try await write(durability: durable ? .durable : .deferred, usingHeadroom: true, committed: committed) { db, watched in
             let states = try StateChanges(db, watched: watched, answers.map(\.job.transactionID))
             func record(_ answer: (job: OutboxJob, update: JobUpdate, goneOnServer: Bool)) throws -> String? {
                 if answer.goneOnServer {
