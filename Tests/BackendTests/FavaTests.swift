@@ -72,10 +72,7 @@ final class FavaHarness: @unchecked Sendable {
     }
 
     func waitUntilDrained(timeout: Double = 60) throws {
-        try waitUntil(timeout: timeout, "the daemon to drain into fava") {
-            let status = try daemon.ctlJSON(["status"])
-            return status["queued"] == 0 && status["sending"] == 0
-        }
+        try daemon.waitForQueue(timeout: timeout, "the daemon to drain into fava")
     }
 }
 

@@ -95,9 +95,6 @@ final class IhatemoneyAccountHarness: @unchecked Sendable {
 
     /// Waits until no account has anything queued or sending.
     func waitUntilDrained(timeout: Double = 60) throws {
-        try waitUntil(timeout: timeout, "the outbox to drain into ihatemoney") {
-            let status = try daemon.request(["op": "status", "all_accounts": true])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(allAccounts: true, timeout: timeout, "the outbox to drain into ihatemoney")
     }
 }

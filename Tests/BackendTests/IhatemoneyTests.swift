@@ -154,10 +154,7 @@ import Testing
         let removed = try h.ihatemoney.request("DELETE", "\(h.project.path)/bills/\(bill.id)", headers: [h.project.basicAuthorization])
         #expect(removed.status == 200)
         #expect(try h.daemon.ctl(["delete", id]).status == 0)
-        try waitUntil(timeout: 60, "the delete to be done") {
-            let status = try h.daemon.ctlJSON(["status"])
-            return status["queued"] == 0 && status["sending"] == 0
-        }
+        try h.daemon.waitForQueue("the delete to be done")
         #expect(try h.daemon.ctlJSON(["status"])["needs_attention"] == 0, "already gone counts as done")
         #expect(try h.daemon.list().allSatisfy { $0["transaction_id"]?.stringValue != id })
     }

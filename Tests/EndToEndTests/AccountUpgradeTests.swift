@@ -39,10 +39,7 @@ import Testing
         try daemon.start()
         defer { withExtendedLifetime(server) {} }
         defer { daemon.stop() }
-        try waitUntil(timeout: 30, "the queued work of before to sync") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0 && status?["server"] == "ok"
-        }
+        try daemon.waitForQueue(server: "ok", timeout: 30, "the queued work of before to sync")
         let listed = try daemon.list()
         #expect(listed.compactMap { $0["merchant"]?.stringValue } == ["Synced One", "Synced Two", "Queued Three"])
         #expect(listed.allSatisfy { $0["state"]?.stringValue == "synced" })
@@ -69,10 +66,7 @@ import Testing
         try daemon.start()
         defer { withExtendedLifetime(server) {} }
         defer { daemon.stop() }
-        try waitUntil(timeout: 30, "the queued work of before to sync") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0 && status?["server"] == "ok"
-        }
+        try daemon.waitForQueue(server: "ok", timeout: 30, "the queued work of before to sync")
         let status = try daemon.ctlJSON(["status"])
         #expect(status["account"]?.stringValue == "", "root has no file: the default account is root's")
         #expect(try daemon.list().count == 3)

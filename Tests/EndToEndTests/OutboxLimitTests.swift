@@ -256,10 +256,8 @@ import Testing
         }
         // The first refusal pauses the account; creates sent beside it are
         // put back as their own refusals come, or when the pass ends.
-        try waitUntil(timeout: 20, "sending to pause for the refused token, with twelve creates and six uploads queued") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["server"] == "needs_credentials" && status?["queued"] == 18 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(queued: 18, server: "needs_credentials", timeout: 20,
+                                "sending to pause for the refused token, with twelve creates and six uploads queued")
 
         // A foreign file takes every byte left.
         let foreignPath = "\(state)/foreign.bin"

@@ -195,10 +195,7 @@ import Testing
             let file = daemon.directory.at("scan-\(n).pdf")
             SampleReceipt.write(scan, to: file)
             _ = try daemon.ctl(["add", "--receipt", file, "--merchant", "Rail", "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-29"])
-            try waitUntil(timeout: 60, "receipt \(n) sent") {
-                let status = try daemon.request(["op": "status"])["result"]
-                return status?["queued"] == 0 && status?["sending"] == 0
-            }
+            try daemon.waitForQueue("receipt \(n) sent")
         }
         let receiptRequests = server.requests.filter { $0.path.hasSuffix("/receipt") }
         #expect(receiptRequests.map(\.method) == ["POST", "PUT", "PUT"], "\(receiptRequests.map(\.method))")
@@ -249,10 +246,7 @@ import Testing
         let committed = try #require(try cluster.storage.scalar("SELECT max(upload_offset) FROM uploads"))
         cluster.crash(try #require(receiving))
         proxy.mode = .clean
-        try waitUntil(timeout: 120, "the outbox to drain") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(timeout: 120)
         #expect(try cluster.storage.receiptDigestsByTransaction() == [id: Hex.encode(SHA256.hash(scan))])
         #expect(try cluster.storage.scalar("SELECT count(*) FROM receipts") == 1)
         #expect(try cluster.storage.scalar("SELECT count(*) FROM uploads") == 0)

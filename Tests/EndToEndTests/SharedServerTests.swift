@@ -45,10 +45,7 @@ import Testing
         let atCrash = try onServer()
         try waitUntil(timeout: 300, "the other two processes to go on") { try onServer() >= atCrash + Int64(count / 4) }
         try cluster.start(1)
-        try waitUntil(timeout: 600, "the outbox to drain") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(timeout: 600)
 
         #expect(try onServer() == Int64(count), "exactly \(count) expenses on the server")
         #expect(try cluster.storage.receiptDigestsByTransaction() == expected, "every receipt, byte for byte")

@@ -249,10 +249,7 @@ import Testing
         defer { sync.daemon.stop() }
         let ids = try Self.add(5, to: sync.daemon)
         // Jobs claimed with the first refused one are "sending" until the pass puts them back.
-        try waitUntil(timeout: 10, "credentials to be needed, the five jobs queued") {
-            let status = try sync.daemon.ctlJSON(["status"])
-            return status["server"] == "needs_credentials" && status["queued"] == 5 && status["sending"] == 0
-        }
+        try sync.daemon.waitForQueue(queued: 5, server: "needs_credentials", timeout: 10, "credentials to be needed, the five jobs queued")
         let status = try sync.daemon.ctl(["status"])
         #expect(status.stdout.contains("needed: the server refused the token"))
         for id in ids {
@@ -434,10 +431,7 @@ import Testing
         #expect(sync.daemon.stop() == 0)
         try sync.daemon.start()
         #expect(try sync.daemon.request(["op": "sync"])["ok"] == true)
-        try waitUntil(timeout: 20, "every expense applied") {
-            let status = try sync.daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try sync.daemon.waitForQueue(timeout: 20, "every expense applied")
         let listed = try sync.daemon.list()
         #expect(listed.count == 40 && listed.allSatisfy { $0["state"] == "synced" })
         #expect(Set(listed.compactMap { $0["transaction_id"]?.stringValue }) == Set(ids))

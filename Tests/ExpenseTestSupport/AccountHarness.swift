@@ -144,9 +144,6 @@ public final class AccountHarness: @unchecked Sendable {
 
     /// Waits until nothing of any account is queued or sending.
     public func waitUntilDrained(timeout: Double = 60) throws {
-        try waitUntil(timeout: timeout, "the outbox to drain") {
-            let status = try daemon.request(["op": "status", "all_accounts": true])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(allAccounts: true, timeout: timeout)
     }
 }

@@ -128,6 +128,19 @@ public final class DaemonHarness: @unchecked Sendable {
         try waitUntil(timeout: timeout, "\(count) more drain passes to end (EXPENSED_DEBUG must be set)") { passesEnded >= after + count }
     }
 
+    /// Waits until `status` (every account's, with `allAccounts`) says
+    /// `queued` jobs queued and none sending, with the server in state
+    /// `server` when given: the outbox drained (0 queued), or paused with
+    /// every job back in the queue (jobs claimed beside a refused one are
+    /// `sending` until their own answer or the pass's end).
+    public func waitForQueue(queued: Int64 = 0, server: String? = nil, allAccounts: Bool = false, timeout: Double = 60,
+                             _ what: String = "the outbox to drain") throws {
+        try waitUntil(timeout: timeout, what) {
+            let status = try request(allAccounts ? ["op": "status", "all_accounts": true] : ["op": "status"])["result"]
+            return status?["queued"] == .integer(queued) && status?["sending"] == 0 && (server.map { status?["server"] == .string($0) } ?? true)
+        }
+    }
+
     /// Runs `expensectl` against this daemon.
     public func ctl(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> CommandResult {
         try runCommand(BuiltProducts.path("expensectl"), ["--socket", socketPath] + arguments, environment: environment, timeout: timeout)

@@ -118,10 +118,7 @@ public final class SyncHarness: @unchecked Sendable {
 
     /// Waits until the outbox is empty (everything applied or dropped).
     public func waitUntilDrained(timeout: Double = 60) throws {
-        try waitUntil(timeout: timeout, "the outbox to drain") {
-            let status = try daemon.request(["op": "status"])["result"]
-            return status?["queued"] == 0 && status?["sending"] == 0
-        }
+        try daemon.waitForQueue(timeout: timeout)
     }
 
     /// Access log lines of the server, split into fields: method, path, status, duration, transaction id.
