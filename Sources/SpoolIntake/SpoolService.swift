@@ -65,10 +65,6 @@ public final class SpoolService: Sendable {
         } catch {
             throw SpoolSetup.watchFailure(error, path: path)
         }
-        // Counted once here too, before the control socket answers: a
-        // `status` right after the start shows the rejected files (the
-        // watcher counts again at its first scan, and follows the changes).
-        if let count = try? directory.rejectedCount() { events.rejectedCount(count) }
         watcher.start()
         return SpoolService(directory: directory, watcher: watcher, intake: intake, logger: logger)
     }

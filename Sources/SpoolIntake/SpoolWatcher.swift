@@ -53,7 +53,7 @@ final class SpoolWatcher: Sendable {
     /// - Parameters:
     ///   - inotify: watching the spool already, so that nothing dropped
     ///     between this and the first scan is missed, and `rejected/`
-    ///     (`rejectedWatch`), which is counted at the first scan.
+    ///     (`rejectedWatch`), which ``start()`` counts.
     ///   - onRejectedCount: called from the watcher thread with the number
     ///     of files in `rejected/`, at start and whenever it changes.
     ///   - scanIntervalMilliseconds: how often to scan besides inotify; nil: never.
@@ -70,10 +70,14 @@ final class SpoolWatcher: Sendable {
         (work, continuation) = AsyncStream.makeStream(of: Work.self)
     }
 
-    /// Starts the thread; its first act is a full scan.
+    /// Counts `rejected/` (reported before this returns, so that the
+    /// daemon's first `status` shows it), then starts the thread; its
+    /// first act is a full scan.
     func start() {
-        Threads.spawn(name: "spool") { [self] in
-            var loop = SpoolWatchLoop(watcher: self)
+        var counted = SpoolWatchLoop(watcher: self)
+        counted.countRejected()
+        Threads.spawn(name: "spool") { [self, counted] in
+            var loop = counted
             loop.run()
             continuation.finish()
         }
@@ -176,7 +180,6 @@ private struct SpoolWatchLoop {
     static var now: Int64 { Int64(Clock.monotonicNanoseconds / 1_000_000) }
 
     mutating func run() {
-        countRejected()
         if scan() {
             watcher.logger.debug("Scanned spool directory '\(watcher.directory.path)' at start")
         }

@@ -175,9 +175,12 @@ enum ListingSchema {
     /// Whether the listing has rows to catch up with (one row of one
     /// column, 1 or 0): a job after `listing_seq` whose expense has no row.
     /// Later jobs of listed expenses alone leave nothing to write.
-    static let isBehind = """
-        SELECT EXISTS (SELECT 1 FROM jobs j WHERE j.seq > (SELECT value FROM counters WHERE name = 'listing_seq')
-                                            AND NOT EXISTS (SELECT 1 FROM listing l WHERE l.transaction_id = j.transaction_id))
+    static let isBehind = "SELECT EXISTS (SELECT 1 FROM \(dueJobs))"
+
+    /// The jobs (`j`) after `listing_seq` whose expense has no row yet.
+    private static let dueJobs = """
+        jobs j WHERE j.seq > (SELECT value FROM counters WHERE name = 'listing_seq')
+                 AND NOT EXISTS (SELECT 1 FROM listing l WHERE l.transaction_id = j.transaction_id)
         """
 
     /// Writes the rows of the expenses with a job after `listing_seq` and
@@ -186,10 +189,7 @@ enum ListingSchema {
     /// rows exist.
     static let catchUpRows = """
         CREATE TEMP TABLE IF NOT EXISTS listing_due (t TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
-        INSERT OR IGNORE INTO temp.listing_due (t)
-            SELECT j.transaction_id FROM jobs j
-            WHERE j.seq > (SELECT value FROM counters WHERE name = 'listing_seq')
-              AND NOT EXISTS (SELECT 1 FROM listing l WHERE l.transaction_id = j.transaction_id);
+        INSERT OR IGNORE INTO temp.listing_due (t) SELECT j.transaction_id FROM \(dueJobs);
         \(insert(from: "SELECT t FROM temp.listing_due"));
         DELETE FROM temp.listing_due;
         """
