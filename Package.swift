@@ -29,12 +29,12 @@ let package = Package(
         // (Debian's, from `pkg-config --cflags vips`) and the libraries are named here.
         // The reader's Tesseract (its C API) and poppler-glib (a PDF's text
         // layer; libvips reads PDFs through it already) are here too, with
-        // poppler's cairo folder from `pkg-config --cflags poppler-glib`.
+        // poppler's cairo folder from `pkg-config --cflags poppler-glib`:
+        // their headers only, as the reading mode loads them (reader.c).
         .target(name: "CDecoder",
                 cSettings: [.unsafeFlags(["-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include",
                                           "-I/usr/include/poppler/glib", "-I/usr/include/cairo"])],
-                linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"), .linkedLibrary("seccomp"),
-                                 .linkedLibrary("tesseract"), .linkedLibrary("poppler-glib")]),
+                linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"), .linkedLibrary("seccomp")]),
         // Socket and process calls that need _GNU_SOURCE or CMSG_* macros.
         .target(name: "CShims"),
 

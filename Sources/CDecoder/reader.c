@@ -1,6 +1,7 @@
 #include "creader.h"
 #include "cdecoder.h"
 
+#include <dlfcn.h>
 #include <poppler.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,59 @@ int cdecoder_thumbnail(const void *buffer, size_t length, const char *options, i
 
 static TessBaseAPI *tesseract;
 static PopplerDocument *document;
+
+/// Tesseract and poppler-glib are loaded by `creader_start`, in the reading
+/// mode only: linked into the decoder, their libraries and theirs (about
+/// twenty) would be mapped and relocated at the start of every copy too,
+/// about a third of a small receipt's copy (bench/README.md, bench-copy).
+/// The headers still give every call its type.
+#define TESSERACT_CALLS(X) X(TessBaseAPICreate) X(TessBaseAPIInit3) X(TessBaseAPISetPageSegMode) X(TessBaseAPIEnd) \
+    X(TessBaseAPIDelete) X(TessBaseAPISetImage) X(TessBaseAPISetSourceResolution) X(TessBaseAPIRecognize) \
+    X(TessBaseAPIClear) X(TessBaseAPIGetIterator) X(TessResultIteratorGetPageIterator) X(TessResultIteratorGetUTF8Text) \
+    X(TessResultIteratorConfidence) X(TessPageIteratorIsAtBeginningOf) X(TessDeleteText) X(TessResultIteratorNext) \
+    X(TessResultIteratorDelete)
+#define POPPLER_CALLS(X) X(poppler_document_new_from_bytes) X(poppler_document_get_n_pages) X(poppler_document_get_page) \
+    X(poppler_page_get_text) X(poppler_page_get_text_layout)
+#define CALL_FIELD(name) __typeof__(&name) name;
+static struct {
+    TESSERACT_CALLS(CALL_FIELD)
+    POPPLER_CALLS(CALL_FIELD)
+} lib;
+
+/// The libraries of Debian 12 (libtesseract5, libpoppler-glib8), whose
+/// sonames the package's dependencies name.
+static const char tesseract_library[] = "libtesseract.so.5", poppler_library[] = "libpoppler-glib.so.8";
+
+/// Opens `soname` and finds its calls in `lib`; -1 with the error set.
+static int load_library(const char *soname, void **handle) {
+    *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) {
+        char message[512];
+        const char *why = dlerror();
+        snprintf(message, sizeof message, "%s cannot be loaded: %s", soname, why ? why : "unknown error");
+        cdecoder_set_error(message);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_calls(void) {
+    void *tesseract_handle = NULL, *poppler_handle = NULL;
+    if (load_library(tesseract_library, &tesseract_handle) || load_library(poppler_library, &poppler_handle)) return -1;
+    const char *missing = NULL;
+#define LOAD_CALL(handle, name) if (!missing && !(lib.name = (__typeof__(lib.name))dlsym(handle, #name))) missing = #name;
+#define LOAD_TESSERACT(name) LOAD_CALL(tesseract_handle, name)
+#define LOAD_POPPLER(name) LOAD_CALL(poppler_handle, name)
+    TESSERACT_CALLS(LOAD_TESSERACT)
+    POPPLER_CALLS(LOAD_POPPLER)
+    if (missing) {
+        char message[256];
+        snprintf(message, sizeof message, "%s is not in %s or %s", missing, tesseract_library, poppler_library);
+        cdecoder_set_error(message);
+        return -1;
+    }
+    return 0;
+}
 
 /// A one-page PDF with a line of Helvetica text, written out in full
 /// (objects, then a cross-reference table of their offsets, so poppler
@@ -45,13 +99,14 @@ static void ignore_glyph(void *context, const char *text, double x1, double y1, 
 }
 
 int creader_start(const char *tessdata, const char *languages) {
-    tesseract = TessBaseAPICreate();
-    if (!tesseract || TessBaseAPIInit3(tesseract, tessdata, languages)) {
+    if (load_calls()) return -1;
+    tesseract = lib.TessBaseAPICreate();
+    if (!tesseract || lib.TessBaseAPIInit3(tesseract, tessdata, languages)) {
         cdecoder_set_error("Tesseract cannot load its language data");
         return -1;
     }
     // One column of lines, as receipts are: a total's label and its amount stay one line.
-    TessBaseAPISetPageSegMode(tesseract, PSM_SINGLE_COLUMN);
+    lib.TessBaseAPISetPageSegMode(tesseract, PSM_SINGLE_COLUMN);
     char pdf[1024];
     size_t length = warm_pdf(pdf, sizeof pdf);
     int pages = 0;
@@ -70,7 +125,7 @@ int creader_start(const char *tessdata, const char *languages) {
 
 void creader_end(void) {
     if (document) { g_object_unref(document); document = NULL; }
-    if (tesseract) { TessBaseAPIEnd(tesseract); TessBaseAPIDelete(tesseract); tesseract = NULL; }
+    if (tesseract) { lib.TessBaseAPIEnd(tesseract); lib.TessBaseAPIDelete(tesseract); tesseract = NULL; }
 }
 
 /// The page as Tesseract takes it: 8-bit grey, alpha flattened on white.
@@ -119,28 +174,28 @@ int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, i
     g_object_unref(image);
     if (!pixels) { cdecoder_keep_error("the image cannot be decoded"); return -1; }
     if (size != (size_t)width * (size_t)height) { g_free(pixels); cdecoder_set_error("the image is not one grey band"); return -1; }
-    TessBaseAPISetImage(tesseract, pixels, width, height, 1, width);
+    lib.TessBaseAPISetImage(tesseract, pixels, width, height, 1, width);
     // Receipts are printed at about this: without it Tesseract guesses, and says so on stderr.
-    TessBaseAPISetSourceResolution(tesseract, 300);
-    if (TessBaseAPIRecognize(tesseract, NULL)) {
-        TessBaseAPIClear(tesseract);
+    lib.TessBaseAPISetSourceResolution(tesseract, 300);
+    if (lib.TessBaseAPIRecognize(tesseract, NULL)) {
+        lib.TessBaseAPIClear(tesseract);
         g_free(pixels);
         cdecoder_set_error("Tesseract cannot read the image");
         return -1;
     }
-    TessResultIterator *iterator = TessBaseAPIGetIterator(tesseract);
+    TessResultIterator *iterator = lib.TessBaseAPIGetIterator(tesseract);
     if (iterator) {
-        TessPageIterator *pages = TessResultIteratorGetPageIterator(iterator);
+        TessPageIterator *pages = lib.TessResultIteratorGetPageIterator(iterator);
         do {
-            char *text = TessResultIteratorGetUTF8Text(iterator, RIL_WORD);
+            char *text = lib.TessResultIteratorGetUTF8Text(iterator, RIL_WORD);
             if (text && *text) {
-                word(context, text, TessResultIteratorConfidence(iterator, RIL_WORD), TessPageIteratorIsAtBeginningOf(pages, RIL_TEXTLINE));
+                word(context, text, lib.TessResultIteratorConfidence(iterator, RIL_WORD), lib.TessPageIteratorIsAtBeginningOf(pages, RIL_TEXTLINE));
             }
-            TessDeleteText(text);
-        } while (TessResultIteratorNext(iterator, RIL_WORD));
-        TessResultIteratorDelete(iterator);
+            lib.TessDeleteText(text);
+        } while (lib.TessResultIteratorNext(iterator, RIL_WORD));
+        lib.TessResultIteratorDelete(iterator);
     }
-    TessBaseAPIClear(tesseract);
+    lib.TessBaseAPIClear(tesseract);
     g_free(pixels);
     return 0;
 }
@@ -148,7 +203,7 @@ int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, i
 int creader_pdf_open(const void *buffer, size_t length, int *pages) {
     GBytes *bytes = g_bytes_new(buffer, length);
     GError *error = NULL;
-    PopplerDocument *opened = poppler_document_new_from_bytes(bytes, NULL, &error);
+    PopplerDocument *opened = lib.poppler_document_new_from_bytes(bytes, NULL, &error);
     g_bytes_unref(bytes);
     // The one before goes only now: poppler's global state lives while a
     // document does, and made again it would list poppler-data's folders,
@@ -160,19 +215,19 @@ int creader_pdf_open(const void *buffer, size_t length, int *pages) {
         if (error) g_error_free(error);
         return -1;
     }
-    *pages = poppler_document_get_n_pages(document);
+    *pages = lib.poppler_document_get_n_pages(document);
     return 0;
 }
 
 int creader_pdf_text(int page, size_t max_bytes, creader_glyph_fn glyph, void *context) {
-    PopplerPage *handle = document ? poppler_document_get_page(document, page) : NULL;
+    PopplerPage *handle = document ? lib.poppler_document_get_page(document, page) : NULL;
     if (!handle) { cdecoder_set_error("the PDF has no such page"); return -1; }
-    char *text = poppler_page_get_text(handle);
+    char *text = lib.poppler_page_get_text(handle);
     if (!text) { g_object_unref(handle); return 0; }
     if (strlen(text) > max_bytes) { g_free(text); g_object_unref(handle); return 1; }
     PopplerRectangle *boxes = NULL;
     guint count = 0;
-    if (!poppler_page_get_text_layout(handle, &boxes, &count)) count = 0;
+    if (!lib.poppler_page_get_text_layout(handle, &boxes, &count)) count = 0;
     const char *character = text;
     char one[8];
     for (guint i = 0; i < count && *character; i++) {

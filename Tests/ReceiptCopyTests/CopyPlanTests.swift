@@ -139,6 +139,38 @@ import Testing
         }
     }
 
+    /// Tesseract and poppler-glib (and their twenty-odd libraries) are
+    /// loaded by the reading mode only: a copy's decoder starts without
+    /// them. The loader's own account (`LD_DEBUG=files`) of a decoder that
+    /// stops at its command line, then of a reading of a corpus PDF.
+    @Test func aCopy_startsWithoutTheReadersLibraries() throws {
+        let directory = TemporaryDirectory(prefix: "decoder-libraries")
+        let empty = directory.at("empty")
+        SampleReceipt.write([], to: empty)
+        let copy = try Self.loaderAccount(["--kind", "gif"] + CopySettings().arguments, input: empty)
+        #expect(copy.status == 64, "\(copy.stdout.suffix(2000))")
+        #expect(copy.stdout.contains("file=libvips.so.42"), "the loader said nothing: \(copy.stdout.prefix(2000))")
+        for library in ["libtesseract", "libpoppler"] {
+            #expect(!copy.stdout.contains(library), "a copy loads \(library)")
+        }
+        let receipt = try #require(ReaderProcessTests.corpus.first { $0.file.hasSuffix(".pdf") })
+        let reading = try Self.loaderAccount(ReadSettings().arguments, input: receipt.path)
+        #expect(reading.status == 0, "\(reading.stdout.suffix(2000))")
+        for library in ["libtesseract.so.5", "libpoppler-glib.so.8"] {
+            // poppler-glib may come first with libvips's PDF module, which a reading starts.
+            #expect(reading.stdout.contains("file=\(library) [0];"), "a reading does not load \(library)")
+        }
+        #expect(reading.stdout.contains(#""words""#), "nothing read: \(reading.stdout.suffix(2000))")
+    }
+
+    /// The decoder run on `input` with the loader's account of the files it
+    /// loads, its own output and errors, all through a pipe: the decoder
+    /// may write no regular file.
+    static func loaderAccount(_ arguments: [String], input: String) throws -> CommandResult {
+        try runCommand("/bin/bash", ["-o", "pipefail", "-c", #"input=$1; shift; LD_DEBUG=files "$@" < "$input" 2>&1 | cat"#, "decoder",
+                                     input, BuiltProducts.path("expensed-decode")] + arguments, timeout: 120)
+    }
+
     @Test func aMissingDecoder_isAReason_notACrash() throws {
         let directory = TemporaryDirectory(prefix: "decoder-missing")
         let path = directory.at("r.jpg")

@@ -4,22 +4,25 @@
 // run, sampled in turn; and the bytes a backend is sent for a set of
 // phone photos against their originals.
 //
-// Usage: bench-copy [--bin DIR] [--rounds N] [--megapixels N]
+// Usage: bench-copy [--bin DIR] [--baseline-bin DIR] [--rounds N] [--megapixels N]
 // Makes a 12-megapixel (--megapixels) photo with ImageMagick, as HEIC and
 // as JPEG (quality 92), in a temporary folder; then for each, --rounds
 // times (default 10) in turn: `vips thumbnail FILE out.jpg 2500 --size
 // down` and the decoder of DIR (default .build/release). Prints each
 // one's median and the ratio (target ≤ 1.3), then the sizes: originals
-// against what the decoder sends (target ≤ 25 %).
+// against what the decoder sends (target ≤ 25 %). With --baseline-bin,
+// the small receipt also goes through that build's decoder, in turn with
+// this one's: wall time and the decoder's CPU (its rusage), this ÷ that.
 import ExpenseCore
 import ExpenseTestSupport
 import Foundation
 import Posix
 import ReceiptCopy
 
-let options = BenchArguments("bench-copy", usage: "usage: bench-copy [--bin DIR] [--rounds N] [--megapixels N]",
-                             options: ["--bin", "--rounds", "--megapixels"])
+let options = BenchArguments("bench-copy", usage: "usage: bench-copy [--bin DIR] [--baseline-bin DIR] [--rounds N] [--megapixels N]",
+                             options: ["--bin", "--baseline-bin", "--rounds", "--megapixels"])
 let bin = options.binaryDirectory()
+let baselineBin = options.value("--baseline-bin")
 let rounds = options.int("--rounds", default: 10)
 let megapixels = options.int("--megapixels", default: 12, in: 1...100)
 
@@ -72,18 +75,43 @@ for name in ["photo.jpg", "photo.heic"] {
 // start and the header's read. Told its kind (as the daemon tells it),
 // ImageMagick is not started; not told, it is.
 run("/usr/bin/convert", ["-size", "800x600", "plasma:fractal", "-quality", "85", directory.at("small.jpg")])
-var told: [Double] = [], untold: [Double] = []
+/// The CPU seconds of the children waited for so far (the decoders).
+func childrenCPU() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+/// One copy of the small receipt by `decoder`: its wall and CPU seconds.
+func smallCopy(_ decoder: ReceiptDecoder, kind: ReceiptKind?) -> (wall: Double, cpu: Double) {
+    let (start, cpu) = (BenchRun.now(), childrenCPU())
+    do {
+        _ = try decoder.copy(of: try FileDescriptor.open(directory.at("small.jpg"), .readOnly), kind: kind)
+    } catch { fail("small.jpg: \(error)") }
+    return (BenchRun.now() - start, childrenCPU() - cpu)
+}
+
+let baselineDecoder = baselineBin.map { ReceiptDecoder(executable: "\($0)/expensed-decode", settings: CopySettings()) }
+var told: [Double] = [], untold: [Double] = [], toldCPU: [Double] = [], baseline: [Double] = [], baselineCPU: [Double] = []
 for _ in 0..<(rounds * 4) {
-    for kind in [ReceiptKind.jpeg, nil] {
-        let start = BenchRun.now()
-        do {
-            _ = try decoder.copy(of: try FileDescriptor.open(directory.at("small.jpg"), .readOnly), kind: kind)
-        } catch { fail("small.jpg: \(error)") }
-        if kind == nil { untold.append(BenchRun.now() - start) } else { told.append(BenchRun.now() - start) }
+    var copy = smallCopy(decoder, kind: .jpeg)
+    told.append(copy.wall)
+    toldCPU.append(copy.cpu)
+    untold.append(smallCopy(decoder, kind: nil).wall)
+    if let baselineDecoder {
+        copy = smallCopy(baselineDecoder, kind: .jpeg)
+        baseline.append(copy.wall)
+        baselineCPU.append(copy.cpu)
     }
 }
 let (t, u) = (BenchRun.percentile(told, 0.5), BenchRun.percentile(untold, 0.5))
-print(String(format: "small.jpg (800×600, goes as it is): decoder told its kind %.1f ms, not told (modules and ImageMagick started) %.1f ms, ratio %.2f", t * 1000, u * 1000, t / u))
+print(String(format: "small.jpg (800×600, goes as it is): decoder told its kind %.1f ms (CPU %.1f ms), not told (modules and ImageMagick started) %.1f ms, ratio %.2f",
+             t * 1000, BenchRun.percentile(toldCPU, 0.5) * 1000, u * 1000, t / u))
+if let baselineBin {
+    let (b, c, bc) = (BenchRun.percentile(baseline, 0.5), BenchRun.percentile(toldCPU, 0.5), BenchRun.percentile(baselineCPU, 0.5))
+    print(String(format: "small.jpg told its kind, this build ÷ %@ in turn: wall %.2f (%.1f / %.1f ms), decoder CPU %.2f (%.1f / %.1f ms)",
+                 baselineBin, t / b, t * 1000, b * 1000, c / bc, c * 1000, bc * 1000))
+}
 for (name, original, sent) in sizes {
     print(String(format: "%@: %d bytes received, %d sent: %.1f %%", name, original, sent, Double(sent) * 100 / Double(original)))
 }
