@@ -52,11 +52,24 @@ func add(_ connection: RawClient, receipt: FileDescriptor? = nil) throws -> [UIn
     return answer
 }
 
-/// Latencies of `count` sequential adds on one connection.
+/// Makes the receipt at `path` (a ``SampleReceipt``: SOI, then a comment
+/// segment) another's: `n` in the first bytes of its comment. Receipts
+/// sent with the same bytes would be held as the same receipt twice
+/// (docs/receipts.md), which is not the add measured here.
+func makeDistinct(_ path: String, _ n: Int) throws {
+    let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? file.close() }
+    try file.seek(toOffset: 6)
+    try file.write(contentsOf: Data(String(format: "%016x", n).utf8))
+}
+
+/// Latencies of `count` sequential adds on one connection, each receipt
+/// (when given) of bytes of its own.
 func sequentialAdds(_ daemon: DaemonHarness, count: Int, receiptPath: String? = nil) throws -> [Double] {
     let connection = try RawClient(path: daemon.socketPath)
     var latencies: [Double] = []
-    for _ in 0..<count {
+    for n in 0..<count {
+        if let receiptPath { try makeDistinct(receiptPath, n) }
         let file = try receiptPath.map { try FileDescriptor.open($0, .readOnly) }
         let start = BenchRun.now()
         _ = try add(connection, receipt: file)
@@ -339,6 +352,8 @@ if let baselineBin {
         let db = try Connection(path: scratch + "/baseline-builds-r.db")
         try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, file TEXT)")
         let (base, n, o) = try medians(samples / 3, new: try RawClient(path: new.socketPath), old: try RawClient(path: old.socketPath), baseline: { i in
+            // Before the adds of the sample, outside their time.
+            try makeDistinct(path, i)
             try FileSystem.writeDurably(receipt, to: "\(i).jpg", in: files)
             try db.transaction { try db.execute("INSERT INTO t (file) VALUES (?)", [.text("\(i).jpg")]) }
         }, add: { connection in
