@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(name: "bench-server", dependencies: ["ExpenseTestSupport", "Digest", "Postgres"], path: "bench/server"),
 
         // Benchmarks: print figures, assert nothing (bench/README.md).
-        .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "OutboxStore", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
+        .executableTarget(name: "bench-daemon", dependencies: ["ControlProtocol", "Digest", "OutboxStore", "ExpenseCore", "ExpenseDaemon", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/daemon"),
         .executableTarget(name: "bench-list", dependencies: ["OutboxStore", "ExpenseCore", "ExpenseTestSupport", "Posix", "SQLite"], path: "bench/list"),
         .executableTarget(name: "bench-backends", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Curl", "Digest", "Posix"], path: "bench/backends"),
         .executableTarget(name: "bench-spool", dependencies: ["ExpenseCore", "ExpenseTestSupport", "Posix"], path: "bench/spool"),

@@ -9,6 +9,7 @@
 // as a ratio of the builds: a regression shows as that ratio, not as a
 // difference between two hours of the machine.
 import ControlProtocol
+import Digest
 import ExpenseCore
 import ExpenseDaemon
 import ExpenseTestSupport
@@ -52,7 +53,7 @@ func add(_ connection: RawClient, receipt: FileDescriptor? = nil) throws -> [UIn
     return answer
 }
 
-/// Makes the receipt at `path` (a ``SampleReceipt``: SOI, then a comment
+/// Makes the receipt at `path` (a ``photoReceipt(in:)``: SOI, then a comment
 /// segment) another's: `n` in the first bytes of its comment. Receipts
 /// sent with the same bytes would be held as the same receipt twice
 /// (docs/receipts.md), which is not the add measured here.
@@ -61,6 +62,19 @@ func makeDistinct(_ path: String, _ n: Int) throws {
     defer { try? file.close() }
     try file.seek(toOffset: 6)
     try file.write(contentsOf: Data(String(format: "%016x", n).utf8))
+}
+
+/// A photo of about 200 KiB as a receipt: libvips's Gaussian noise as a
+/// 640×480 JPEG (nearly all of it entropy-coded data, which the add's
+/// check reads and the decoder decodes), with a comment segment right
+/// after SOI whose first bytes ``makeDistinct(_:_:)`` changes.
+func photoReceipt(in directory: String) throws -> [UInt8] {
+    let path = directory + "/photo-receipt.jpg"
+    let made = try runCommand("/usr/bin/vips", ["gaussnoise", path + "[Q=95]", "640", "480"], timeout: 120)
+    guard made.status == 0, let photo = FileManager.default.contents(atPath: path).map(Array.init) else {
+        throw TestFailure("vips gaussnoise: \(made.stderr)")
+    }
+    return Array(photo[0..<2]) + [0xFF, 0xFE, 0x00, 0x12] + Array(repeating: 0x30, count: 16) + Array(photo[2...])
 }
 
 /// Latencies of `count` sequential adds on one connection, each receipt
@@ -153,6 +167,28 @@ let scratch = NSTemporaryDirectory() + "bench-baseline-\(UUID().uuidString.prefi
 try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: scratch) }
 
+// 0b. A photo's check (ReceiptValidator, as an add with a receipt makes
+// it) beside its SHA-256 (which the add takes too), in process: libvips's
+// Gaussian noise as a 1000×750 JPEG, nearly all of it entropy-coded data.
+do {
+    let photo = scratch + "/noise.jpg"
+    let made = try runCommand("/usr/bin/vips", ["gaussnoise", photo + "[Q=92]", "1000", "750"], timeout: 120)
+    guard made.status == 0, let bytes = FileManager.default.contents(atPath: photo).map(Array.init) else {
+        throw TestFailure("vips gaussnoise: \(made.stderr)")
+    }
+    var checks: [Double] = [], hashes: [Double] = []
+    for _ in 0..<(quick ? 50 : 200) {
+        var start = BenchRun.now()
+        precondition(ReceiptValidator.check(bytes) == .complete(.jpeg), "the photo is not a whole JPEG")
+        checks.append(BenchRun.now() - start)
+        start = BenchRun.now()
+        _ = SHA256.hash(bytes)
+        hashes.append(BenchRun.now() - start)
+    }
+    let (check, hash) = (BenchRun.percentile(checks, 0.5), BenchRun.percentile(hashes, 0.5))
+    print("a \(bytes.count / 1024) KiB photo's check: p50 \(ms(check)); its SHA-256 \(ms(hash)); ratio \(String(format: "%.2f", check / hash))")
+}
+
 // 1. Durable add, no receipt, beside one fsync'd commit, sampled in turn
 // (one commit, one add, …) so both see the same machine; and the store's
 // own enqueue in process, to split the add into commit and hand-offs.
@@ -185,9 +221,9 @@ do {
     print("  the store's enqueue in process (its transaction and commit): p50 \(ms(BenchRun.percentile(enqueues, 0.5)))")
 }
 
-// 2. Durable add with a 200 KiB receipt, beside receipt write + commit.
+// 2. Durable add with a 200 KiB receipt (a photo), beside receipt write + commit.
 do {
-    let receipt = SampleReceipt.jpeg(size: 200 * 1024)
+    let receipt = try photoReceipt(in: scratch)
     let path = scratch + "/receipt.jpg"
     _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
     let baseline = BenchRun.percentile(try receiptWritesAndCommits(in: scratch, bytes: receipt, count: samples / 3), 0.5)
@@ -341,9 +377,9 @@ if let baselineBin {
         old.stop()
         print("  add p50 ÷ one fsync'd commit: new \(ratio(n, commit)), old \(ratio(o, commit)) (goal <= 1.5); new ÷ old \(ratio(n, o)) (\(ms(n)), \(ms(o)), commit \(ms(commit)))")
     }
-    // Adds with a 200 KiB receipt, each beside its write, fsyncs, rename and commit.
+    // Adds with a 200 KiB receipt (a photo), each beside its write, fsyncs, rename and commit.
     do {
-        let receipt = SampleReceipt.jpeg(size: 200 * 1024)
+        let receipt = try photoReceipt(in: scratch)
         let path = scratch + "/receipt-builds.jpg"
         _ = FileManager.default.createFile(atPath: path, contents: Data(receipt))
         let new = try startBuild(bin), old = try startBuild(baselineBin)
