@@ -19,8 +19,9 @@ static PopplerDocument *document;
 /// Tesseract and poppler-glib are loaded by `creader_start`, in the reading
 /// mode only: linked into the decoder, their libraries and theirs (about
 /// twenty) would be mapped and relocated at the start of every copy too,
-/// about a third of a small receipt's copy (bench/README.md, bench-copy).
-/// The headers still give every call its type.
+/// a fifth of a small receipt's copy (bench/README.md, bench-copy); a copy
+/// that starts libvips's modules still has poppler-glib through libvips's
+/// PDF module, never Tesseract. The headers still give every call its type.
 #define TESSERACT_CALLS(X) X(TessBaseAPICreate) X(TessBaseAPIInit3) X(TessBaseAPISetPageSegMode) X(TessBaseAPIEnd) \
     X(TessBaseAPIDelete) X(TessBaseAPISetImage) X(TessBaseAPISetSourceResolution) X(TessBaseAPIRecognize) \
     X(TessBaseAPIClear) X(TessBaseAPIGetIterator) X(TessResultIteratorGetPageIterator) X(TessResultIteratorGetUTF8Text) \
@@ -33,39 +34,44 @@ static struct {
     TESSERACT_CALLS(CALL_FIELD)
     POPPLER_CALLS(CALL_FIELD)
 } lib;
+/// Every call of `lib` found: the reading's calls check it.
+static int loaded;
 
 /// The libraries of Debian 12 (libtesseract5, libpoppler-glib8), whose
 /// sonames the package's dependencies name.
 static const char tesseract_library[] = "libtesseract.so.5", poppler_library[] = "libpoppler-glib.so.8";
 
-/// Opens `soname` and finds its calls in `lib`; -1 with the error set.
-static int load_library(const char *soname, void **handle) {
+/// Opens `soname`, for good: `lib` points into it until the process ends,
+/// and Tesseract is let go at exit (`creader_end`). -1 with the error set.
+static int open_library(const char *soname, void **handle) {
     *handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!*handle) {
-        char message[512];
-        const char *why = dlerror();
-        snprintf(message, sizeof message, "%s cannot be loaded: %s", soname, why ? why : "unknown error");
-        cdecoder_set_error(message);
+        const char *why = dlerror();  // names the library already
+        cdecoder_set_error(why ? why : "a library of the reader cannot be loaded");
         return -1;
     }
     return 0;
 }
 
+/// Opens both libraries and finds every call of `lib` in them.
+/// -1 with the error set.
 static int load_calls(void) {
     void *tesseract_handle = NULL, *poppler_handle = NULL;
-    if (load_library(tesseract_library, &tesseract_handle) || load_library(poppler_library, &poppler_handle)) return -1;
-    const char *missing = NULL;
-#define LOAD_CALL(handle, name) if (!missing && !(lib.name = (__typeof__(lib.name))dlsym(handle, #name))) missing = #name;
-#define LOAD_TESSERACT(name) LOAD_CALL(tesseract_handle, name)
-#define LOAD_POPPLER(name) LOAD_CALL(poppler_handle, name)
+    if (open_library(tesseract_library, &tesseract_handle) || open_library(poppler_library, &poppler_handle)) return -1;
+    const char *missing = NULL, *in = NULL;
+#define LOAD_CALL(handle, soname, name) \
+    if (!missing && !(lib.name = (__typeof__(lib.name))dlsym(handle, #name))) { missing = #name; in = soname; }
+#define LOAD_TESSERACT(name) LOAD_CALL(tesseract_handle, tesseract_library, name)
+#define LOAD_POPPLER(name) LOAD_CALL(poppler_handle, poppler_library, name)
     TESSERACT_CALLS(LOAD_TESSERACT)
     POPPLER_CALLS(LOAD_POPPLER)
     if (missing) {
         char message[256];
-        snprintf(message, sizeof message, "%s is not in %s or %s", missing, tesseract_library, poppler_library);
+        snprintf(message, sizeof message, "%s has no %s", in, missing);
         cdecoder_set_error(message);
         return -1;
     }
+    loaded = 1;
     return 0;
 }
 
@@ -99,7 +105,7 @@ static void ignore_glyph(void *context, const char *text, double x1, double y1, 
 }
 
 int creader_start(const char *tessdata, const char *languages) {
-    if (load_calls()) return -1;
+    if (load_calls()) return -2;
     tesseract = lib.TessBaseAPICreate();
     if (!tesseract || lib.TessBaseAPIInit3(tesseract, tessdata, languages)) {
         cdecoder_set_error("Tesseract cannot load its language data");
@@ -166,6 +172,7 @@ static VipsImage *grey_page(const void *buffer, size_t length, int page, int is_
 
 int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, int long_edge,
                       creader_word_fn word, void *context) {
+    if (!loaded || !tesseract) { cdecoder_set_error("the reader was not started"); return -1; }
     VipsImage *image = grey_page(buffer, length, page, is_pdf, long_edge);
     if (!image) return -1;
     size_t size = 0;
@@ -201,6 +208,7 @@ int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, i
 }
 
 int creader_pdf_open(const void *buffer, size_t length, int *pages) {
+    if (!loaded) { cdecoder_set_error("the reader was not started"); return -1; }
     GBytes *bytes = g_bytes_new(buffer, length);
     GError *error = NULL;
     PopplerDocument *opened = lib.poppler_document_new_from_bytes(bytes, NULL, &error);

@@ -15,8 +15,8 @@ import Glibc
 
 /// Reads the receipt on standard input and writes its text as
 /// ``ReadTextCodec`` lines; exit status 64 for a bad command line, 78 for
-/// language data that is not installed, 65 for a receipt refused, 70 when
-/// reading itself failed.
+/// language data (or Tesseract, or poppler-glib) that is not installed,
+/// 65 for a receipt refused, 70 when reading itself failed.
 func readReceipt(_ arguments: [String], fault: String?) -> Never {
     let settings: ReadSettings
     do { settings = try ReadSettings(arguments: arguments) } catch {
@@ -34,7 +34,14 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     CurrentProcess.lowerPriority(to: 10)
     // Any receipt: everything starts.
     start(.imageMagick)
-    guard creader_start(settings.tessdata, settings.languages.joined(separator: "+")) == 0 else { fail(String(cString: cdecoder_error())) }
+    switch creader_start(settings.tessdata, settings.languages.joined(separator: "+")) {
+    case 0: break
+    case -2:
+        // Tesseract or poppler-glib not installed: not set up to read, as without the language data.
+        FileHandleWriter.standardError("\(String(cString: cdecoder_error()))\n")
+        exit(78)
+    default: fail(String(cString: cdecoder_error()))
+    }
     // Tesseract let go before its caches' destructors run at exit, whichever
     // way this ends: they complain of leaks on stderr, whose last line is a refusal's reason.
     atexit { creader_end() }

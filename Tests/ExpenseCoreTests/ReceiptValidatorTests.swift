@@ -183,6 +183,30 @@ import Testing
         }
     }
 
+    /// A scan of 70,000 bytes (a photo's are most of it), its 0xFF stuffed
+    /// or restarts at every place in a word and across the chunks' edges:
+    /// whole in any chunks, and cut anywhere in it, truncated.
+    @Test func aLongScan_isWalkedToItsEnd() {
+        var entropy: [UInt8] = []
+        var seed: UInt32 = 0x2545_F491
+        while entropy.count < 70_000 {
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            let byte = UInt8(truncatingIfNeeded: seed >> 24)
+            entropy.append(byte)
+            if byte == 0xFF { entropy.append(entropy.count % 3 == 0 ? 0xD0 + UInt8(entropy.count % 8) : 0x00) }
+        }
+        #expect(entropy.filter { $0 == 0xFF }.count > 200)
+        let jpeg = Self.replacing(Self.jpeg, [0x3F, 0x00, 0x54, 0xDF], with: [0x3F, 0x00] + entropy)
+        #expect(jpeg.count > 70_000)
+        #expect(Self.verdictInAnyChunks(jpeg) == .complete(.jpeg))
+        for cut in [jpeg.count - 1, jpeg.count - 2, jpeg.count - 3, jpeg.count - 1000, jpeg.count / 2, 65_536, 4097, 4096] {
+            guard case .truncated(.jpeg, _) = ReceiptValidator.check(jpeg[0..<cut]) else {
+                Issue.record("cut at \(cut) of \(jpeg.count): \(ReceiptValidator.check(jpeg[0..<cut]))")
+                continue
+            }
+        }
+    }
+
     @Test func aPDFWhoseEOFIsFartherThanAKilobyteFromTheEnd_isNotComplete() {
         let bytes = Self.pdf + [UInt8](repeating: 0x20, count: 1100)
         #expect(ReceiptValidator.check(bytes).reason == "is truncated: a PDF without %%EOF in its last kilobyte")

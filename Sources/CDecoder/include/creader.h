@@ -8,6 +8,8 @@
 /// Loads Tesseract's `languages` ("eng+deu") from `tessdata` and starts
 /// poppler, reading a small PDF's text and rendering it, while files may
 /// still be opened: afterwards reading needs nothing from the file system.
+/// Tesseract and poppler-glib are loaded first (`dlopen`): -2 with
+/// `cdecoder_error()` set when they cannot be.
 /// 0 on success; -1 with `cdecoder_error()` set.
 int creader_start(const char *tessdata, const char *languages);
 

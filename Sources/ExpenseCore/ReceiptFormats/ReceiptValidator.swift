@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a receipt's bytes are, judged once all of them have been seen.
 public enum ReceiptVerdict: Sendable, Equatable {
     /// A whole file of this kind.
@@ -226,13 +222,11 @@ private struct JPEGWalk: Sendable {
                 remaining -= taken
                 if remaining == 0 { endSegment() }
             case .entropy:
-                // Most of a photo's bytes: the next 0xFF is looked for as
-                // the C library looks for a byte, many at a time.
-                guard let base = bytes.baseAddress, let found = memchr(base + i, 0xFF, count - i) else {
+                guard let found = Self.firstFF(in: bytes, from: i) else {
                     i = count
                     break
                 }
-                i = base.distance(to: UnsafeRawPointer(found)) + 1
+                i = found + 1
                 state = .entropyFF
             case .entropyFF:
                 let byte = bytes[i]
@@ -246,6 +240,27 @@ private struct JPEGWalk: Sendable {
                 return
             }
         }
+    }
+
+    /// The offset of the first 0xFF in `bytes` at or after `start`, or nil.
+    /// Most of a photo's bytes are entropy-coded data with few 0xFF among
+    /// them: they are looked at a word (8 bytes) at a time, a 0xFF being a
+    /// zero byte of the word inverted (the lowest such byte is the first:
+    /// the subtraction's borrows run only upward).
+    static func firstFF(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        var i = start
+        let count = bytes.count
+        while i + 8 <= count {
+            let inverted = ~UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let zeros = (inverted &- 0x0101_0101_0101_0101) & ~inverted & 0x8080_8080_8080_8080
+            if zeros != 0 { return i + zeros.trailingZeroBitCount / 8 }
+            i += 8
+        }
+        while i < count {
+            if bytes[i] == 0xFF { return i }
+            i += 1
+        }
+        return nil
     }
 
     /// A marker's code was read.
