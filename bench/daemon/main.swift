@@ -347,9 +347,12 @@ func ratio(_ a: Double, _ b: Double) -> String { String(format: "%.2f", a / b) }
 
 /// `count` samples of the baseline, then an add to each build, the two
 /// builds taking turns at going first; the medians of the three.
-func medians(_ count: Int, new: RawClient, old: RawClient, baseline: (Int) throws -> Void, add: (RawClient) throws -> Void) throws -> (base: Double, new: Double, old: Double) {
+/// `prepare` runs before each sample, outside its time.
+func medians(_ count: Int, new: RawClient, old: RawClient, prepare: (Int) throws -> Void = { _ in }, baseline: (Int) throws -> Void,
+             add: (RawClient) throws -> Void) throws -> (base: Double, new: Double, old: Double) {
     var bases: [Double] = [], news: [Double] = [], olds: [Double] = []
     for sample in 0..<count {
+        try prepare(sample)
         var start = BenchRun.now()
         try baseline(sample)
         bases.append(BenchRun.now() - start)
@@ -387,9 +390,9 @@ if let baselineBin {
         try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
         let db = try Connection(path: scratch + "/baseline-builds-r.db")
         try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, file TEXT)")
-        let (base, n, o) = try medians(samples / 3, new: try RawClient(path: new.socketPath), old: try RawClient(path: old.socketPath), baseline: { i in
-            // Before the adds of the sample, outside their time.
+        let (base, n, o) = try medians(samples / 3, new: try RawClient(path: new.socketPath), old: try RawClient(path: old.socketPath), prepare: { i in
             try makeDistinct(path, i)
+        }, baseline: { i in
             try FileSystem.writeDurably(receipt, to: "\(i).jpg", in: files)
             try db.transaction { try db.execute("INSERT INTO t (file) VALUES (?)", [.text("\(i).jpg")]) }
         }, add: { connection in
