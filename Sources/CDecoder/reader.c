@@ -37,10 +37,6 @@ static struct {
 /// Every call of `lib` found: the reading's calls check it.
 static int loaded;
 
-/// The libraries of Debian 12 (libtesseract5, libpoppler-glib8), whose
-/// sonames the package's dependencies name.
-static const char tesseract_library[] = "libtesseract.so.5", poppler_library[] = "libpoppler-glib.so.8";
-
 /// Opens `soname`, for good: `lib` points into it until the process ends,
 /// and Tesseract is let go at exit (`creader_end`). -1 with the error set.
 static int open_library(const char *soname, void **handle) {
@@ -55,7 +51,7 @@ static int open_library(const char *soname, void **handle) {
 
 /// Opens both libraries and finds every call of `lib` in them.
 /// -1 with the error set.
-static int load_calls(void) {
+static int load_calls(const char *tesseract_library, const char *poppler_library) {
     void *tesseract_handle = NULL, *poppler_handle = NULL;
     if (open_library(tesseract_library, &tesseract_handle) || open_library(poppler_library, &poppler_handle)) return -1;
     const char *missing = NULL, *in = NULL;
@@ -104,8 +100,8 @@ static void ignore_glyph(void *context, const char *text, double x1, double y1, 
     (void)context; (void)text; (void)x1; (void)y1; (void)x2; (void)y2;
 }
 
-int creader_start(const char *tessdata, const char *languages) {
-    if (load_calls()) return -2;
+int creader_start(const char *tessdata, const char *languages, const char *tesseract_library, const char *poppler_library) {
+    if (load_calls(tesseract_library, poppler_library)) return -2;
     tesseract = lib.TessBaseAPICreate();
     if (!tesseract || lib.TessBaseAPIInit3(tesseract, tessdata, languages)) {
         cdecoder_set_error("Tesseract cannot load its language data");

@@ -43,7 +43,8 @@ func readInput() -> [UInt8] {
 }
 
 /// Test-only fault points (`EXPENSED_DECODER_FAULT`): what a hostile file
-/// could make a decoder do, once it is in its sandbox.
+/// could make a decoder do, once it is in its sandbox. (The reading mode
+/// has one more, `no-tesseract`: Tesseract's library not installed.)
 func actOnFault(_ fault: String?) {
     switch fault {
     case "crash": raise(SIGSEGV)

@@ -147,6 +147,17 @@ import Testing
         #expect(try english.read(try FileDescriptor.open("\(ReceiptCorpus.directory)/till-gb.png", .readOnly)).lines.count > 10)
     }
 
+    /// Tesseract's library not installed (the package's dependencies name
+    /// it): the reader is not set up to read (exit 78, whose reason is the
+    /// decoder's own line, as for a language whose data is missing) and
+    /// says which library.
+    @Test func aMissingTesseract_isNotSetUpToRead_andNamesItsLibrary() throws {
+        let reader = Self.reader(fault: "no-tesseract")
+        #expect(throws: CopyFailure("libtesseract.so.0-none: cannot open shared object file: No such file or directory")) {
+            try reader.read(try FileDescriptor.open("\(ReceiptCorpus.directory)/till-gb.png", .readOnly))
+        }
+    }
+
     /// A PNG of `width` × `height` whose one IDAT holds a single row: all a
     /// header check needs to see, a few dozen bytes.
     static func png(width: UInt32, height: UInt32) -> [UInt8] {

@@ -8,10 +8,10 @@
 /// Loads Tesseract's `languages` ("eng+deu") from `tessdata` and starts
 /// poppler, reading a small PDF's text and rendering it, while files may
 /// still be opened: afterwards reading needs nothing from the file system.
-/// Tesseract and poppler-glib are loaded first (`dlopen`): -2 with
-/// `cdecoder_error()` set when they cannot be.
+/// Tesseract and poppler-glib are loaded first (`dlopen` of the two
+/// sonames): -2 with `cdecoder_error()` set when they cannot be.
 /// 0 on success; -1 with `cdecoder_error()` set.
-int creader_start(const char *tessdata, const char *languages);
+int creader_start(const char *tessdata, const char *languages, const char *tesseract_library, const char *poppler_library);
 
 /// One word Tesseract read: its UTF-8 text, its confidence (0 to 100), and
 /// whether it begins a line of text.
