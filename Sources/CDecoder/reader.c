@@ -34,8 +34,6 @@ static struct {
     TESSERACT_CALLS(CALL_FIELD)
     POPPLER_CALLS(CALL_FIELD)
 } lib;
-/// Every call of `lib` found: the reading's calls check it.
-static int loaded;
 
 /// Opens `soname`, for good: `lib` points into it until the process ends,
 /// and Tesseract is let go at exit (`creader_end`). -1 with the error set.
@@ -67,7 +65,6 @@ static int load_calls(const char *tesseract_library, const char *poppler_library
         cdecoder_set_error(message);
         return -1;
     }
-    loaded = 1;
     return 0;
 }
 
@@ -168,7 +165,6 @@ static VipsImage *grey_page(const void *buffer, size_t length, int page, int is_
 
 int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, int long_edge,
                       creader_word_fn word, void *context) {
-    if (!loaded || !tesseract) { cdecoder_set_error("the reader was not started"); return -1; }
     VipsImage *image = grey_page(buffer, length, page, is_pdf, long_edge);
     if (!image) return -1;
     size_t size = 0;
@@ -204,7 +200,6 @@ int creader_recognize(const void *buffer, size_t length, int page, int is_pdf, i
 }
 
 int creader_pdf_open(const void *buffer, size_t length, int *pages) {
-    if (!loaded) { cdecoder_set_error("the reader was not started"); return -1; }
     GBytes *bytes = g_bytes_new(buffer, length);
     GError *error = NULL;
     PopplerDocument *opened = lib.poppler_document_new_from_bytes(bytes, NULL, &error);

@@ -23,10 +23,7 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
         FileHandleWriter.standardError("expensed-decode: \(error)\n")
         exit(64)
     }
-    if let missing = ReadingLanguages.missing(settings.languages, in: settings.tessdata) {
-        FileHandleWriter.standardError("\(missing)\n")
-        exit(78)
-    }
+    if let missing = ReadingLanguages.missing(settings.languages, in: settings.tessdata) { notSetUp(missing) }
     // The daemon's adds and sends (and a server beside it) get the cores
     // first, but a reading is waited on too (reading_wait, `expensectl
     // read`): a lower priority, not the idle class, which a busy machine
@@ -39,10 +36,7 @@ func readReceipt(_ arguments: [String], fault: String?) -> Never {
     let tesseract = fault == "no-tesseract" ? "libtesseract.so.0-none" : "libtesseract.so.5"
     switch creader_start(settings.tessdata, settings.languages.joined(separator: "+"), tesseract, "libpoppler-glib.so.8") {
     case 0: break
-    case -2:
-        // Tesseract or poppler-glib not installed: not set up to read, as without the language data.
-        FileHandleWriter.standardError("\(String(cString: cdecoder_error()))\n")
-        exit(78)
+    case -2: notSetUp(String(cString: cdecoder_error()))  // Tesseract or poppler-glib not installed
     default: fail(String(cString: cdecoder_error()))
     }
     // Tesseract let go before its caches' destructors run at exit, whichever

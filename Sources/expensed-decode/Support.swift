@@ -10,6 +10,14 @@ func refuse(_ reason: String) -> Never {
     exit(65)
 }
 
+/// What reading needs is not installed (a language's data, Tesseract,
+/// poppler-glib): exit status 78 (EX_CONFIG), `reason` the line the
+/// daemon records.
+func notSetUp(_ reason: String) -> Never {
+    FileHandleWriter.standardError("\(reason)\n")
+    exit(78)
+}
+
 /// The decoder itself could not work: exit status 70 (EX_SOFTWARE).
 func fail(_ reason: String) -> Never {
     FileHandleWriter.standardError("expensed-decode: \(reason)\n")

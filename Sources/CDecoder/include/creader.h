@@ -10,7 +10,8 @@
 /// still be opened: afterwards reading needs nothing from the file system.
 /// Tesseract and poppler-glib are loaded first (`dlopen` of the two
 /// sonames): -2 with `cdecoder_error()` set when they cannot be.
-/// 0 on success; -1 with `cdecoder_error()` set.
+/// 0 on success; -1 with `cdecoder_error()` set. The calls below are
+/// made only after it succeeded: they go through what it loaded.
 int creader_start(const char *tessdata, const char *languages, const char *tesseract_library, const char *poppler_library);
 
 /// One word Tesseract read: its UTF-8 text, its confidence (0 to 100), and
