@@ -53,7 +53,7 @@ func add(_ connection: RawClient, receipt: FileDescriptor? = nil) throws -> [UIn
     return answer
 }
 
-/// Makes the receipt at `path` (a ``photoReceipt(in:)``: SOI, then a comment
+/// Makes the receipt at `path` (a ``photoReceipt(in:width:height:)``: SOI, then a comment
 /// segment) another's: `n` in the first bytes of its comment. Receipts
 /// sent with the same bytes would be held as the same receipt twice
 /// (docs/receipts.md), which is not the add measured here.
@@ -64,13 +64,13 @@ func makeDistinct(_ path: String, _ n: Int) throws {
     try file.write(contentsOf: Data(String(format: "%016x", n).utf8))
 }
 
-/// A photo of about 200 KiB as a receipt: libvips's Gaussian noise as a
-/// 640×480 JPEG (nearly all of it entropy-coded data, which the add's
-/// check reads and the decoder decodes), with a comment segment right
-/// after SOI whose first bytes ``makeDistinct(_:_:)`` changes.
-func photoReceipt(in directory: String) throws -> [UInt8] {
-    let path = directory + "/photo-receipt.jpg"
-    let made = try runCommand("/usr/bin/vips", ["gaussnoise", path + "[Q=95]", "640", "480"], timeout: 120)
+/// A photo as a receipt, about 200 KiB at its default size: libvips's
+/// Gaussian noise as a JPEG (nearly all of it entropy-coded data, which
+/// the add's check reads and the decoder decodes), with a comment segment
+/// right after SOI whose first bytes ``makeDistinct(_:_:)`` changes.
+func photoReceipt(in directory: String, width: Int = 640, height: Int = 480) throws -> [UInt8] {
+    let path = directory + "/photo-receipt-\(width).jpg"
+    let made = try runCommand("/usr/bin/vips", ["gaussnoise", path + "[Q=95]", "\(width)", "\(height)"], timeout: 120)
     guard made.status == 0, let photo = FileManager.default.contents(atPath: path).map(Array.init) else {
         throw TestFailure("vips gaussnoise: \(made.stderr)")
     }
@@ -171,11 +171,7 @@ defer { try? FileManager.default.removeItem(atPath: scratch) }
 // it) beside its SHA-256 (which the add takes too), in process: libvips's
 // Gaussian noise as a 1000×750 JPEG, nearly all of it entropy-coded data.
 do {
-    let photo = scratch + "/noise.jpg"
-    let made = try runCommand("/usr/bin/vips", ["gaussnoise", photo + "[Q=92]", "1000", "750"], timeout: 120)
-    guard made.status == 0, let bytes = FileManager.default.contents(atPath: photo).map(Array.init) else {
-        throw TestFailure("vips gaussnoise: \(made.stderr)")
-    }
+    let bytes = try photoReceipt(in: scratch, width: 1000, height: 750)
     var checks: [Double] = [], hashes: [Double] = []
     for _ in 0..<(quick ? 50 : 200) {
         var start = BenchRun.now()
