@@ -54,8 +54,9 @@ final class SpoolWatcher: Sendable {
     ///   - inotify: watching the spool already, so that nothing dropped
     ///     between this and the first scan is missed, and `rejected/`
     ///     (`rejectedWatch`), which ``start()`` counts.
-    ///   - onRejectedCount: called from the watcher thread with the number
-    ///     of files in `rejected/`, at start and whenever it changes.
+    ///   - onRejectedCount: called with the number of files in `rejected/`:
+    ///     from the thread that calls ``start()`` at start, then from the
+    ///     watcher thread whenever it changes.
     ///   - scanIntervalMilliseconds: how often to scan besides inotify; nil: never.
     init(directory: SpoolDirectory, inotify: Inotify, rejectedWatch: Int32, settleMilliseconds: Int64, scanIntervalMilliseconds: Int64? = nil,
          logger: Logger, onRejectedCount: @escaping @Sendable (Int) -> Void) throws(SystemCallError) {

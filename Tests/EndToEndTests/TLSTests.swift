@@ -59,7 +59,7 @@ import Testing
         let trusting = try daemon(trusting: first.ca)
         defer { _ = trusting.stop() }
         #expect(try trusting.ctl(["add", "--merchant", "Over TLS", "--amount", "3.00", "--currency", "EUR", "--date", "2026-11-29"]).status == 0)
-        try waitUntil(timeout: 60, "the expense to sync over https") { try status(trusting)?["queued"] == 0 && status(trusting)?["sending"] == 0 }
+        try trusting.waitForQueue(timeout: 60, "the expense to sync over https")
         let db = try Connection(path: "\(data)/expense-server.db")
         #expect(try db.scalarInt("SELECT count(*) FROM expenses WHERE merchant = 'Over TLS'") == 1)
 

@@ -189,11 +189,10 @@ import Testing
             // read, or left for the catch-up, is the row a refresh of every
             // expense writes now (an update of each job and cache row fires it).
             let (kept, refreshed) = try await store.write { db, _ in
-                let read = { try db.query("SELECT * FROM listing ORDER BY transaction_id") { row in (0..<14).map { row.optionalString($0) ?? "NULL" } } }
-                let kept = try read()
+                let kept = try Self.listingRows(db)
                 try db.execute("UPDATE jobs SET payload = payload")
                 try db.execute("UPDATE expenses SET conflict = conflict")
-                return ((kept, try read()), [])
+                return ((kept, try Self.listingRows(db)), [])
             }
             #expect(!kept.isEmpty)
             #expect(kept == refreshed, "round \(round)")
@@ -310,9 +309,6 @@ import Testing
             #"{}"#,
             "not json at all",
         ]
-        let read = { @Sendable (db: Connection) in
-            try db.query("SELECT * FROM listing ORDER BY transaction_id") { row in (0..<14).map { row.optionalString($0) ?? "NULL" } }
-        }
         let (afterAdds, behind) = try await store.write { db, _ in
             for (n, payload) in payloads.enumerated() {
                 try db.execute("""
@@ -328,17 +324,17 @@ import Testing
                     """, [.text(ClientID.make()), .text("cp-listing\(n)"), .integer(Int64(2000 + n))])
             }
             try db.execute("UPDATE jobs SET state = 'sending' WHERE transaction_id = 'cp-listing1'")
-            return ((try read(db), try db.scalarInt(ListingSchema.isBehind)), [])
+            return ((try Self.listingRows(db), try db.scalarInt(ListingSchema.isBehind)), [])
         }
         #expect(afterAdds.isEmpty, "an add writes no listing row: \(afterAdds)")
         #expect(behind == 1)
         let caughtUp = try await store.list(ListQuery()).views.map(\.transactionID).sorted()
         #expect(caughtUp == payloads.indices.map { "cp-listing\($0)" })
         let (lazy, folded, after) = try await store.write { db, _ in
-            let lazy = try read(db)
+            let lazy = try Self.listingRows(db)
             // The refresh, made to run for each: an update of the payload fires it, now that each has a row.
             try db.execute("UPDATE jobs SET payload = payload")
-            return ((lazy, try read(db), try db.scalarInt(ListingSchema.isBehind)), [])
+            return ((lazy, try Self.listingRows(db), try db.scalarInt(ListingSchema.isBehind)), [])
         }
         #expect(after == 0)
         #expect(lazy.count == payloads.count)
@@ -351,6 +347,24 @@ import Testing
     /// here, as a full disk would) is made in the page's own read and
     /// undone: the page and its totals show every expense, the rows are
     /// still due after it, and the next page that can write them does.
+    /// Every row of the listing, every column as text, by transaction id.
+    static func listingRows(_ db: Connection) throws -> [[String]] {
+        try db.query("SELECT * FROM listing ORDER BY transaction_id") { row in (0..<14).map { row.optionalString($0) ?? "NULL" } }
+    }
+
+    /// The merchants a reading looks for come from the listing too: an
+    /// expense added and never listed is among them, its account's only.
+    @Test func knownMerchants_includeExpensesAddedButNeverListed() async throws {
+        let store = try Store(stateDirectory: TemporaryDirectory().at("state"))
+        for (i, (merchant, account)) in [("Tesco", "ana"), ("Tesco", "ana"), ("Corner Shop", "ana"), ("Bakery", "ben")].enumerated() {
+            _ = try await store.enqueueCreate(fields: ExpenseFields(merchant: merchant, amount: "1.00", currency: "EUR", date: "2026-01-0\(i + 1)"),
+                                              clientID: ClientID.make(), receipt: nil, now: Int64(i), account: account)
+        }
+        #expect(try await store.read { db in try db.scalarInt("SELECT count(*) FROM listing") } == 0)
+        #expect(try await store.knownMerchants(of: "ana") == ["Tesco", "Corner Shop"])
+        #expect(try await store.knownMerchants(of: "ben") == ["Bakery"])
+    }
+
     @Test func aCatchUpThatCannotBeWritten_isMadeInThePagesReadAndUndone() async throws {
         let store = try Store(stateDirectory: TemporaryDirectory().at("state"))
         for i in 0..<3 {
@@ -370,6 +384,7 @@ import Testing
         let page = try await store.list(ListQuery(totals: true))
         #expect(page.views.map(\.fields.merchant) == ["M0", "M1", "M2"])
         #expect(page.totals == [ListTotal(currency: "EUR", count: 3, amount: "3.75", pendingCount: 3, pendingAmount: "3.75")])
+        #expect(try await store.knownMerchants(of: AccountName.defaultName) == ["M0", "M1", "M2"])
         let refused = try await listed()
         #expect(refused.rows == 0 && refused.behind == 1, "\(refused)")
 

@@ -5,7 +5,9 @@
 ///
 /// Triggers on `jobs` and `expenses` keep it in the transaction of every
 /// change to either, whichever code path makes it: there is no second
-/// write to forget. The index only chooses the expenses and their order;
+/// write to forget. Since schema 15 an expense's first row is written by
+/// the first read instead (``lazyMigration``): every reader of `listing`
+/// goes through `Store.readListing`. The index only chooses the expenses and their order;
 /// what each shows is folded again from its own rows (`Store.list`), and
 /// `StoreListingTests` hold the two folds to the same answers.
 ///

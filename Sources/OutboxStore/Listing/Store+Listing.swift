@@ -26,16 +26,22 @@ extension Store {
     /// chooses which and in what order (``ListingQuery``), among the
     /// expenses of `scope` alone, for the page and its totals.
     public func list(_ query: ListQuery, in scope: AccountScope = .all) async throws -> ListingPage {
-        // A catch-up that cannot be written (a full disk) is made in the
-        // read's own transaction instead, and undone after it: the page
-        // shows every expense all the same.
+        try await readListing { db in try Store.page(db, query, in: scope) }
+    }
+
+    /// Runs `body` on the listing caught up with every job (every reader
+    /// of `listing` goes through here). A catch-up that cannot be written
+    /// (a full disk) is made in the read's own transaction instead, and
+    /// undone after it: the read sees every expense all the same, and an
+    /// error of that second try is the read's.
+    func readListing<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let caughtUp = (try? await catchUpListing()) != nil
         return try await database.read { db in
-            if caughtUp { return try Store.page(db, query, in: scope) }
+            if caughtUp { return try body(db) }
             try db.execute("BEGIN", [])
             defer { try? db.execute("ROLLBACK", []) }
             try db.execute(ListingSchema.catchUpRows)
-            return try Store.page(db, query, in: scope)
+            return try body(db)
         }
     }
 

@@ -193,9 +193,7 @@ extension Store {
     /// The merchants an account's expenses have, as spelled there, for the
     /// parser to recognize on a receipt: the most used first, at most `limit`.
     public func knownMerchants(of account: String, limit: Int = 500) async throws -> [String] {
-        // Without the catch-up (a full disk), the merchants listed so far.
-        try? await catchUpListing()
-        return try await database.read { db in
+        try await readListing { db in
             try db.query("""
                 SELECT merchant FROM listing WHERE account = ? AND merchant IS NOT NULL
                 GROUP BY merchant ORDER BY count(*) DESC, merchant LIMIT ?
