@@ -115,13 +115,20 @@ extension Drainer {
         }
         let results: [Result<String?, any Error>]
         do {
-            // An applied job is counted as its commit is seen: `sync --wait`
-            // ends on a summary read after it, and `stats` then counts it.
+            // An answer is counted as its commit is seen: a summary read
+            // after it (`sync --wait`'s end, `status` showing a job that
+            // needs attention) comes with `stats` counting it.
             results = try await store.complete(updates, now: now) { [self] results in
                 for ((job, update, _), result) in zip(updates, results) {
-                    if case .success = result, case .applied = update { countApplied(job) }
+                    guard case .success = result else { continue }
+                    switch update {
+                    case .applied: countApplied(job)
+                    case .retry(_, _, _, _, let errorClass), .needsAttention(_, _, _, let errorClass): recordFailure(errorClass, account: job.account)
+                    case .dropReceipt, .requeue: break
+                    }
                 }
             }
+            FaultPoints.hit("after-answers-recorded")
         } catch {
             results = updates.map { _ in .failure(error) }
         }
@@ -171,13 +178,11 @@ extension Drainer {
         case .requeue:
             break
         case .retry(let next, _, _, let error, let errorClass):
-            recordFailure(errorClass, account: job.account)
             updateServer { $0.failed(account: job.account, errorClass, error, at: Clock.wallMilliseconds) }
             let delay = max(next - Clock.wallMilliseconds, 0)
             logger.notice("Server answered \(error) to \(what) (\(errorClass)); retrying in \(QueueSummary.age(milliseconds: delay))",
                           transactionID: job.transactionID, jobUUID: job.uuid, account: job.account)
         case .needsAttention(let attempts, let transient, let error, let errorClass):
-            recordFailure(errorClass, account: job.account)
             updateServer { $0.failed(account: job.account, errorClass, error, at: Clock.wallMilliseconds) }
             logger.warning("\(what.capitalized) needs attention after \(attempts + transient) failed attempts; last answer: \(error). \(AttentionHint.text(errorClass: errorClass, transactionID: job.transactionID))",
                            transactionID: job.transactionID, jobUUID: job.uuid, account: job.account, messageID: .needsAttention)

@@ -242,6 +242,35 @@ import Testing
         #expect(server.requests.filter { $0.method == "POST" }.count == 6)
     }
 
+    /// A refusal is counted in `stats` as its commit is seen: with the pass
+    /// held right after it recorded the answers (nothing logged yet),
+    /// `status` shows the job needing attention and `stats` counts its
+    /// failure already, since start and in total; and once, after the pass.
+    @Test func aRefusalStatusShows_isCountedByStatsAlready() throws {
+        let server = try LoopbackHTTPServer { request in
+            if request.method == "GET" { return .respond(status: 200, headers: [:], body: Array(#"{"expenses":[],"next_cursor":"0","has_more":false}"#.utf8)) }
+            return Self.blocked
+        }
+        let token = TemporaryDirectory()
+        SampleReceipt.write(Array("t0ken\n".utf8), to: token.at("token"))
+        let daemon = DaemonHarness(arguments: ["--server", server.baseURL, "--token-file", token.at("token"), "--max-attempts", "1"])
+        let hold = try FaultHold("after-answers-recorded", on: daemon)
+        try daemon.start()
+        defer { daemon.stop() }
+        _ = try Self.add(1, to: daemon)
+        try hold.waitUntilHeld(daemon)
+        func rejected() throws -> [JSONValue?] {
+            let stats = try daemon.ctlJSON(["stats"])
+            return [stats["since_start"]?["failures"]?["rejected"], stats["total"]?["failures"]?["rejected"]]
+        }
+        #expect(try daemon.ctlJSON(["status"])["needs_attention"] == 1)
+        #expect(try rejected() == [1, 1])
+        #expect(!daemon.log.contains("needs attention after"), "held before the pass logged it")
+        try hold.release(daemon)
+        try waitUntil("the log to say so") { daemon.log.contains("needs attention after 1 failed attempts") }
+        #expect(try rejected() == [1, 1])
+    }
+
     @Test func wrongToken_pausesWithoutBlamingJobsUntilTheFileIsFixed() throws {
         let sync = try SyncHarness(environment: ["EXPENSED_DEBUG": "1"])
         sync.writeToken("not-the-token")
