@@ -22,7 +22,7 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
     } catch {
         throw ClientError(status: .dataError, message: "\(error)")
     }
-    let clientID = invocation.value("--client-id")?.lowercased() ?? ClientID.make()
+    let clientID = invocation.value("--client-id")?.lowercased() ?? ClientID.make(milliseconds: Clock.wallMilliseconds)
     guard ClientID.isCanonical(clientID) else {
         throw ClientError(status: .usage, message: "--client-id must be a UUID like 1b4e28ba-2fa1-11d2-883f-0000f87d3b6e")
     }

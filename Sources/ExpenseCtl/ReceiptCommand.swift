@@ -113,7 +113,7 @@ private struct OutputFile {
         guard !name.isEmpty, name != ".", name != ".." else {
             throw ClientError(status: .usage, message: "-o must name a file, not '\(path.escapingControlCharacters())'")
         }
-        temporary = "\(directory).\(name).\(ClientID.make()).tmp"
+        temporary = "\(directory).\(name).\(ClientID.make(milliseconds: Clock.wallMilliseconds)).tmp"
         do {
             if let status = try? FileSystem.status(path), status.kind == .directory {
                 throw SystemCallError(call: "open", errno: EISDIR, subject: path)

@@ -22,7 +22,7 @@ extension ControlHandler {
         }
         let maxBytes = settings.receiptMaxBytes
         return try await receiptCopies.run { [store] in
-            try store.receipts.stage(from: receipt, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
+            try store.receipts.stage(from: receipt, jobUUID: ClientID.make(milliseconds: Clock.wallMilliseconds), maxBytes: maxBytes, digesting: true)
         }
     }
 
@@ -150,7 +150,7 @@ extension ControlHandler {
     /// start-up sweep removes after a crash (`.<uuid>.tmp`), opened again
     /// read-only, and unlinked.
     private static func unlinkedCopy(_ bytes: [UInt8], in directory: String) throws -> FileDescriptor {
-        let path = "\(directory)/.\(ClientID.make()).tmp"
+        let path = "\(directory)/.\(ClientID.make(milliseconds: Clock.wallMilliseconds)).tmp"
         defer { try? FileSystem.remove(path) }
         let writer = try FileDescriptor.open(path, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600)
         try writer.writeAll(bytes)

@@ -122,7 +122,7 @@ final class ControlHandler: Sendable {
             server.respond(to: incoming.connection, .failure(failure(error, incoming)))
             return true
         }
-        store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(), receipt: nil, now: Clock.wallMilliseconds,
+        store.enqueueCreate(fields: fields, clientID: clientID ?? ClientID.make(milliseconds: Clock.wallMilliseconds), receipt: nil, now: Clock.wallMilliseconds,
                             account: account) { [self] result in
             switch result {
             case .success(let result):
@@ -194,7 +194,7 @@ final class ControlHandler: Sendable {
     private func perform(_ incoming: IncomingRequest) async throws -> any ControlResult {
         let found = try await callers.scope(for: incoming.peer, incoming.request.accounts)
         if case .add(let fields, let clientID, _, let receiptPath) = incoming.request.command {
-            return try await add(fields: fields, clientID: clientID ?? ClientID.make(), receipt: incoming.receipt, receiptPath: receiptPath,
+            return try await add(fields: fields, clientID: clientID ?? ClientID.make(milliseconds: Clock.wallMilliseconds), receipt: incoming.receipt, receiptPath: receiptPath,
                                  account: addAccount(found, incoming))
         }
         // Every other op acts in the caller's scope: an expense of another

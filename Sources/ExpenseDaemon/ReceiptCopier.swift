@@ -94,7 +94,7 @@ final class ReceiptCopier: Sendable {
                     case .original:
                         return .made(.original)
                     case .copy(let kind, let bytes, _, _, _):
-                        let name = "\(ClientID.make()).\(kind.fileExtension)"
+                        let name = "\(ClientID.make(milliseconds: Clock.wallMilliseconds)).\(kind.fileExtension)"
                         try store.receipts.write(bytes, as: name)
                         return .made(.copy(fileName: name, kind: kind, size: Int64(bytes.count), sha256: SHA256.hash(bytes)))
                     }

@@ -92,7 +92,7 @@ public final class Store: Sendable {
     }
 
     private static func loadDeviceID(_ db: Connection) throws -> String {
-        try db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('device_id', ?)", [.text(ClientID.make())])
+        try db.execute("INSERT OR IGNORE INTO settings (key, value) VALUES ('device_id', ?)", [.text(ClientID.make(milliseconds: Clock.wallMilliseconds))])
         return try db.queryFirst("SELECT value FROM settings WHERE key = 'device_id'") { $0.string(0) } ?? ""
     }
 

@@ -24,7 +24,7 @@ extension SpoolIntake {
     /// was taken alone within the window. `digest`: of the bytes parsed.
     func takeLate(_ file: SpoolFile, fields: ExpenseFields, digest: [UInt8], account: String) async -> LateTake {
         // The row's private name is the intake's own; its client id, the expense's.
-        let record = SpoolIntakeRecord(file, clientID: ClientID.make(), index: 0, digest: digest)
+        let record = SpoolIntakeRecord(file, clientID: ClientID.make(milliseconds: Clock.wallMilliseconds), index: 0, digest: digest)
         let now = Clock.wallMilliseconds
         FaultPoints.hit("spool-before-late-edit")
         let outcome: LateSidecarOutcome

@@ -119,7 +119,7 @@ final class SpoolIntake: Sendable {
         if let file = opened ?? nil, (try? await store.admit(.add(receiptBytes: file.status.size, copied: false))) != nil {
             FaultPoints.hit("spool-after-open")
             copy = try? await blocking.run { [store, maxBytes] () -> SpoolEarlyCopies.Copy in
-                let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
+                let staged = try store.receipts.stage(from: file.descriptor, jobUUID: ClientID.make(milliseconds: Clock.wallMilliseconds), maxBytes: maxBytes, digesting: true)
                 return SpoolEarlyCopies.Copy(file: file, staged: staged)
             }
         }
@@ -277,7 +277,7 @@ final class SpoolIntake: Sendable {
         } else if let receiptFile {
             do {
                 staged = try await blocking.run { [store, maxBytes] in
-                    try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(), maxBytes: maxBytes, digesting: true)
+                    try store.receipts.stage(from: receiptFile.descriptor, jobUUID: ClientID.make(milliseconds: Clock.wallMilliseconds), maxBytes: maxBytes, digesting: true)
                 }
             } catch let error as ReceiptError {
                 if let refusal = store.refusal(forFailure: error) { return .waitForRoom(refusal) }
@@ -289,7 +289,7 @@ final class SpoolIntake: Sendable {
             FaultPoints.hit("spool-after-stage")
         }
 
-        let clientID = ClientID.make()
+        let clientID = ClientID.make(milliseconds: Clock.wallMilliseconds)
         let records = files.enumerated().map { index, file in
             SpoolIntakeRecord(file, clientID: clientID, index: index,
                               digest: file.name == receiptFile?.name ? staged?.digest ?? [] : sidecarDigest)

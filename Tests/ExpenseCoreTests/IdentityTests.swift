@@ -1,3 +1,4 @@
+import ExpenseTestSupport
 import FoundationEssentials
 import Testing
 @testable import ExpenseCore

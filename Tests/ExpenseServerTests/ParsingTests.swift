@@ -107,6 +107,39 @@ import Testing
         #expect(parsed?["s"] == tricky)
     }
 
+    /// `expensectl --json`'s form: a member or an element a line, two
+    /// spaces a level, keys sorted, empty containers closed on their line;
+    /// the same value when parsed back.
+    @Test func prettyJSON_isIndentedSortedAndTheSameValue() throws {
+        let value: JSONValue = ["b": ["x": [1, .number(2.5)], "empty": [], "none": [:]], "a": "q\"/\n", "c": .null, "d": [true, ["k": -3]]]
+        let expected = """
+            {
+              "a": "q\\"/\\n",
+              "b": {
+                "empty": [],
+                "none": {},
+                "x": [
+                  1,
+                  2.5
+                ]
+              },
+              "c": null,
+              "d": [
+                true,
+                {
+                  "k": -3
+                }
+              ]
+            }
+            """
+        #expect(value.prettySerialized() == expected)
+        #expect(try JSONValue.parse(Array(value.prettySerialized().utf8)) == value)
+        #expect(JSONValue.array([]).prettySerialized() == "[]")
+        #expect(JSONValue.string("é🧾").prettySerialized() == "\"é🧾\"")
+        let parsed = try JSONSerialization.jsonObject(with: Data(value.prettySerialized().utf8)) as? [String: Any]
+        #expect(parsed?.keys.sorted() == ["a", "b", "c", "d"], "Foundation's parser reads it too")
+    }
+
     @Test func bearerTokens_followRFC6750() {
         #expect(APIExchange.isToken68("esk_abc-DEF_123"))
         #expect(APIExchange.isToken68("abc=="))

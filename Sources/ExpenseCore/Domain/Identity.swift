@@ -1,27 +1,25 @@
 import Digest
-import FoundationEssentials
 
 /// The identity of one operation: a UUID made once on the client, stored
 /// with the job, and sent unchanged on every retry as `Idempotency-Key`.
 public enum ClientID {
     /// A new UUID in canonical lowercase form (36 characters): version 7
-    /// (RFC 9562), the Unix time in milliseconds then 74 random bits. Ids
-    /// made one after another sort together, so the indexes that hold them
-    /// (the cache's by client id, the server's keys) grow at one end
-    /// instead of touching a random page for each.
-    public static func make() -> String {
-        make(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
-    }
-
-    static func make(milliseconds: UInt64) -> String {
-        // A random (version 4) UUID has the RFC variant and 122 random
-        // bits: its first 48 become the time and its version nibble a 7.
-        var uuid = UUID().uuid
-        withUnsafeMutableBytes(of: &uuid) { bytes in
-            for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - i))) }
-            bytes[6] = 0x70 | bytes[6] & 0x0F
+    /// (RFC 9562), `milliseconds` (the Unix time: the caller's clock) then
+    /// 74 random bits. Ids made one after another sort together, so the
+    /// indexes that hold them (the cache's by client id, the server's keys)
+    /// grow at one end instead of touching a random page for each.
+    public static func make(milliseconds: Int64) -> String {
+        var random = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for half in 0..<2 {
+            let word = random.next()
+            for i in 0..<8 { bytes[half * 8 + i] = UInt8(truncatingIfNeeded: word >> (8 * i)) }
         }
-        return UUID(uuid: uuid).uuidString.lowercased()
+        let time = UInt64(max(milliseconds, 0))
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: time >> (8 * (5 - i))) }
+        bytes[6] = 0x70 | bytes[6] & 0x0F  // version 7
+        bytes[8] = 0x80 | bytes[8] & 0x3F  // the RFC's variant
+        return [bytes[0..<4], bytes[4..<6], bytes[6..<8], bytes[8..<10], bytes[10..<16]].map(Hex.encode).joined(separator: "-")
     }
 
     /// True for a UUID in canonical lowercase form: `8-4-4-4-12` hex digits.

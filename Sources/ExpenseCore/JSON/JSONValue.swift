@@ -1,4 +1,3 @@
-import FoundationEssentials
 
 /// Any JSON value. Requests are decoded into this first, so that each
 /// field's presence and type can be checked with an error that names it.
@@ -56,11 +55,11 @@ public enum JSONValue: Sendable, Equatable, Encodable {
         return writer.bytes
     }
 
-    /// Indented JSON with sorted keys, for people.
+    /// Indented JSON with sorted keys, for people (``JSONWriter/pretty(_:depth:)``).
     public func prettySerialized() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "null"
+        var writer = JSONWriter()
+        writer.pretty(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     // MARK: Access

@@ -68,6 +68,43 @@ public struct JSONWriter {
         }
     }
 
+    /// Any JSON value indented for people: a member or an element a line,
+    /// two spaces a level, `"name": value`, keys sorted as ``value(_:)``
+    /// sorts them; scalars, `[]` and `{}` as ``value(_:)`` writes them.
+    public mutating func pretty(_ value: JSONValue, depth: Int = 0) {
+        let (open, close): (Unicode.Scalar, Unicode.Scalar)
+        var items: [(name: String?, value: JSONValue)]
+        switch value {
+        case .array(let elements) where !elements.isEmpty:
+            (open, close, items) = ("[", "]", elements.map { (nil, $0) })
+        case .object(let members) where !members.isEmpty:
+            items = members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).map { ($0, members[$0]!) }
+            (open, close) = ("{", "}")
+        default:
+            needsComma = false
+            self.value(value)
+            return
+        }
+        bytes.append(UInt8(ascii: open))
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            newLine(depth + 1)
+            if let name = item.name {
+                appendQuoted(name)
+                bytes.append(contentsOf: ": ".utf8)
+            }
+            pretty(item.value, depth: depth + 1)
+        }
+        newLine(depth)
+        bytes.append(UInt8(ascii: close))
+        needsComma = true
+    }
+
+    private mutating func newLine(_ depth: Int) {
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }

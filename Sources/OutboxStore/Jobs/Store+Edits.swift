@@ -98,7 +98,7 @@ extension Store {
             try db.execute("""
                 INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
                 VALUES (\(Store.nextSeq), ?1, 'delete', ?2, '{}', ?3, \(Store.accountOf(2)))
-                """, [.text(ClientID.make()), .text(transactionID), .integer(now)])
+                """, [.text(ClientID.make(milliseconds: now)), .text(transactionID), .integer(now)])
             // A delete behind a job that needs attention leaves that state: say it is queued.
             return ((Deletion(transactionID: transactionID, droppedLocally: false), moot.compactMap(\.receiptFile)),
                     try states.changes(db) { _, to in to == "deleting" ? nil : "delete queued" })
@@ -181,7 +181,7 @@ extension Store {
         try db.execute("""
             INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, created_at, account)
             VALUES (\(Store.nextSeq), ?1, 'edit', ?2, ?3, ?4, \(Store.accountOf(2)))
-            """, [.text(ClientID.make()), .text(transactionID), .text(payload), .integer(now)])
+            """, [.text(ClientID.make(milliseconds: now)), .text(transactionID), .text(payload), .integer(now)])
     }
 }
 
