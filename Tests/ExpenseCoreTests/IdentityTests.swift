@@ -44,6 +44,22 @@ import Testing
         #expect(now > id)
     }
 
+    /// Every byte in its place: the time's 48 bits first, big-endian; the
+    /// generator's words after them, low byte first; version and variant
+    /// set over what the generator gave.
+    @Test func clientID_isTheTimeThenTheRandomBits_exactly() {
+        struct Words: RandomNumberGenerator {
+            var words: [UInt64]
+            mutating func next() -> UInt64 { words.removeFirst() }
+        }
+        var ones = Words(words: [.max, .max])
+        #expect(ClientID.make(milliseconds: 0x0193_7A3B_C4D5, using: &ones) == "01937a3b-c4d5-7fff-bfff-ffffffffffff")
+        var counting = Words(words: [0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908])
+        #expect(ClientID.make(milliseconds: 1, using: &counting) == "00000000-0001-7607-8809-0a0b0c0d0e0f")
+        var zeros = Words(words: [0, 0])
+        #expect(ClientID.make(milliseconds: -5, using: &zeros) == "00000000-0000-7000-8000-000000000000", "a clock before 1970 counts as 0")
+    }
+
     @Test func clientID_neverRepeats() {
         let ids = (0..<1000).map { _ in ClientID.make() }
         #expect(Set(ids).count == 1000)

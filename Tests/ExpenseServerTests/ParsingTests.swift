@@ -108,26 +108,27 @@ import Testing
     }
 
     /// `expensectl --json`'s form: a member or an element a line, two
-    /// spaces a level, keys sorted, empty containers closed on their line;
-    /// the same value when parsed back.
+    /// spaces a level, `"name" : value` as it always was (scripts look for
+    /// it), keys sorted, empty containers closed on their line; the same
+    /// value when parsed back; separated from what came before it.
     @Test func prettyJSON_isIndentedSortedAndTheSameValue() throws {
         let value: JSONValue = ["b": ["x": [1, .number(2.5)], "empty": [], "none": [:]], "a": "q\"/\n", "c": .null, "d": [true, ["k": -3]]]
         let expected = """
             {
-              "a": "q\\"/\\n",
-              "b": {
-                "empty": [],
-                "none": {},
-                "x": [
+              "a" : "q\\"/\\n",
+              "b" : {
+                "empty" : [],
+                "none" : {},
+                "x" : [
                   1,
                   2.5
                 ]
               },
-              "c": null,
-              "d": [
+              "c" : null,
+              "d" : [
                 true,
                 {
-                  "k": -3
+                  "k" : -3
                 }
               ]
             }
@@ -138,6 +139,13 @@ import Testing
         #expect(JSONValue.string("é🧾").prettySerialized() == "\"é🧾\"")
         let parsed = try JSONSerialization.jsonObject(with: Data(value.prettySerialized().utf8)) as? [String: Any]
         #expect(parsed?.keys.sorted() == ["a", "b", "c", "d"], "Foundation's parser reads it too")
+        // In a container written before it, a pretty value is one more element.
+        var writer = JSONWriter()
+        writer.beginArray()
+        writer.pretty(["k": 1])
+        writer.pretty(2)
+        writer.endArray()
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "[{\n  \"k\" : 1\n},2]")
     }
 
     @Test func bearerTokens_followRFC6750() {

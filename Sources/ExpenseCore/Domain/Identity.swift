@@ -10,6 +10,11 @@ public enum ClientID {
     /// grow at one end instead of touching a random page for each.
     public static func make(milliseconds: Int64) -> String {
         var random = SystemRandomNumberGenerator()
+        return make(milliseconds: milliseconds, using: &random)
+    }
+
+    /// The same, with the random bits from `random`.
+    public static func make(milliseconds: Int64, using random: inout some RandomNumberGenerator) -> String {
         var bytes = [UInt8](repeating: 0, count: 16)
         for half in 0..<2 {
             let word = random.next()

@@ -55,7 +55,7 @@ public enum JSONValue: Sendable, Equatable, Encodable {
         return writer.bytes
     }
 
-    /// Indented JSON with sorted keys, for people (``JSONWriter/pretty(_:depth:)``).
+    /// Indented JSON with sorted keys, for people (``JSONWriter/pretty(_:)``).
     public func prettySerialized() -> String {
         var writer = JSONWriter()
         writer.pretty(self)

@@ -69,11 +69,17 @@ public struct JSONWriter {
     }
 
     /// Any JSON value indented for people: a member or an element a line,
-    /// two spaces a level, `"name": value`, keys sorted as ``value(_:)``
-    /// sorts them; scalars, `[]` and `{}` as ``value(_:)`` writes them.
-    public mutating func pretty(_ value: JSONValue, depth: Int = 0) {
+    /// two spaces a level, `"name" : value` (the form `expensectl --json`
+    /// has always printed, which scripts may look for), keys sorted as
+    /// ``value(_:)`` sorts them; scalars, `[]` and `{}` as ``value(_:)``
+    /// writes them. Separated from what was written before it as any value is.
+    public mutating func pretty(_ value: JSONValue) {
+        pretty(value, depth: 0)
+    }
+
+    private mutating func pretty(_ value: JSONValue, depth: Int) {
         let (open, close): (Unicode.Scalar, Unicode.Scalar)
-        var items: [(name: String?, value: JSONValue)]
+        let items: [(name: String?, value: JSONValue)]
         switch value {
         case .array(let elements) where !elements.isEmpty:
             (open, close, items) = ("[", "]", elements.map { (nil, $0) })
@@ -81,18 +87,19 @@ public struct JSONWriter {
             items = members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).map { ($0, members[$0]!) }
             (open, close) = ("{", "}")
         default:
-            needsComma = false
             self.value(value)
             return
         }
+        separate()
         bytes.append(UInt8(ascii: open))
         for (index, item) in items.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             newLine(depth + 1)
             if let name = item.name {
                 appendQuoted(name)
-                bytes.append(contentsOf: ": ".utf8)
+                bytes.append(contentsOf: " : ".utf8)
             }
+            needsComma = false
             pretty(item.value, depth: depth + 1)
         }
         newLine(depth)
