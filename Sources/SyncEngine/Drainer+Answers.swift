@@ -88,7 +88,7 @@ extension Drainer {
             // Refused with a token that has been replaced since: try again
             // with the new one. A pause holds only this job's account: with
             // accounts, the pass goes on for the others.
-            let paused = pauseForCredentials(account: job.account, refusedGeneration: answer.tokenGeneration, code: code, contacted: contacted)
+            let paused = await pauseForCredentials(account: job.account, refusedGeneration: answer.tokenGeneration, code: code, contacted: contacted)
             return paused ? .accountPaused(job.account) : nil
         case .applied, .failed:
             preconditionFailure("plain answers are recorded in batches")

@@ -49,7 +49,7 @@ extension Drainer {
                 preconditionFailure("handled above")
             case .refused(let code):
                 noteAnswer { $0.answered(at: now) }
-                let paused = pauseForCredentials(account: account, refusedGeneration: generation, code: code)
+                let paused = await pauseForCredentials(account: account, refusedGeneration: generation, code: code)
                 return (paused && tokens.directory == nil ? .credentials : nil, fetched)
             case .failed(let failure):
                 noteAnswer { $0.failed(account: account, failure.outcome.className, "refresh: \(failure.summary)", at: now) }

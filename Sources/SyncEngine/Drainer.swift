@@ -260,8 +260,7 @@ public final class Drainer: Sendable {
         if stop == nil && refreshDue() && !meteredHold(overriding: overriding).holdsRefresh { stop = await refresh() }
         if stop == .unreachable {
             // Counted once per pass that found the server unreachable.
-            recordFailure("transport", account: nil)
-            try? await store.countTransportFailure()
+            await countServerFailure("transport", account: nil)
         }
         await tellIncomplete()
         if overriding {
@@ -337,13 +336,13 @@ public final class Drainer: Sendable {
     /// `generation` (or it has none: `contacted` false), unless the token
     /// file changed since that request went out. The other accounts go on.
     /// - Returns: true when the account is paused.
-    func pauseForCredentials(account: String, refusedGeneration: Int, code: String, contacted: Bool = true) -> Bool {
+    func pauseForCredentials(account: String, refusedGeneration: Int, code: String, contacted: Bool = true) async -> Bool {
         let source = tokens.source(for: account)
         source.reloadIfChanged()
         guard refusedGeneration == source.generation else { return false }
         let first = updateServer { $0.refused(account: account, tokenGeneration: refusedGeneration, code: code, at: Clock.wallMilliseconds,
                                               contacted: contacted) }
-        recordFailure("auth", account: account)
+        await countServerFailure("auth", account: account)
         if first {
             let why = contacted ? "Server refused the credentials (\(code))" : "No usable token (\(source.current().problem ?? code))"
             logger.error(tokens.directory != nil
@@ -352,6 +351,14 @@ public final class Drainer: Sendable {
                          account: account, messageID: .authPaused)
         }
         return true
+    }
+
+    /// Counts a failure of the server's (no job's answer: those count with
+    /// their commit) since start and in the store's totals; a total the
+    /// disk refuses is counted since start only.
+    func countServerFailure(_ errorClass: String, account: String?) async {
+        recordFailure(errorClass, account: account)
+        try? await store.countServerFailure(errorClass, account: account)
     }
 
     /// Counts a failure in the statistics since start, everyone's and the account's.

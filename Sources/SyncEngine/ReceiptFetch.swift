@@ -45,7 +45,7 @@ extension Drainer {
                             transactionID: transactionID, account: account)
         case .credentialsRefused(let code):
             noteAnswer { $0.answered(at: now) }
-            _ = pauseForCredentials(account: account, refusedGeneration: generation, code: code)
+            _ = await pauseForCredentials(account: account, refusedGeneration: generation, code: code)
         case .failed(let failure):
             noteAnswer { $0.failed(account: account, failure.outcome.className, "receipt: \(failure.summary)", at: now) }
         case .bytes:

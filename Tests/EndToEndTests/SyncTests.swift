@@ -297,10 +297,23 @@ import Testing
         try sync.daemon.waitForPasses(after: sync.daemon.passesEnded, count: 2)
         #expect(sync.accessLog().filter { $0.first == "POST" }.count == posts, "paused: nothing more is sent")
 
+        // The refusals are counted since start and in total, the same.
+        func auth() throws -> [Int64?] {
+            let stats = try sync.daemon.ctlJSON(["stats"])
+            return [stats["since_start"]?["failures"]?["auth"]?.intValue, stats["total"]?["failures"]?["auth"]?.intValue]
+        }
+        let refusals = try #require(try auth()[0])
+        #expect(refusals >= 1)
+        #expect(try auth() == [refusals, refusals])
+
         sync.writeToken(sync.token)
         try sync.waitUntilDrained(timeout: 20)
         #expect(try sync.serverExpenses().count == 5)
         #expect(try sync.daemon.ctlJSON(["status"])["server"] == "ok")
+        // The total outlives the daemon.
+        sync.daemon.stop()
+        try sync.daemon.start()
+        #expect(try auth() == [nil, refusals])
     }
 
     @Test func hungServer_delaysAPassByTheTimeoutAndNeverWedgesTheDaemon() throws {

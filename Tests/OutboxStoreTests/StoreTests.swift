@@ -75,7 +75,7 @@ import Testing
         // A bookkeeping write first each time: deferred, NORMAL. Every
         // acknowledged change after it must switch back to FULL (2).
         func afterDeferred(_ change: () async throws -> Void) async throws -> Int64? {
-            try await store.countTransportFailure()
+            try await store.countServerFailure("transport")
             #expect(try await synchronous() == 1)
             try await change()
             return try await synchronous()

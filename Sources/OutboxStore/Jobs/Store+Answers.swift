@@ -160,9 +160,11 @@ extension Store {
         if let account { try increment(db, accountCounter(account, "failures." + errorClass)) }
     }
 
-    /// Counts transport failures, which touch no job.
-    public func countTransportFailure() async throws {
-        try await database.write(durability: .deferred) { db in try Store.countFailure(db, "transport") }
+    /// Counts a failure that is the server's rather than a job's answer, in
+    /// the persistent totals: `transport` (no account: every account's
+    /// totals show them) or `auth` (the account whose token was refused).
+    public func countServerFailure(_ errorClass: String, account: String? = nil) async throws {
+        try await database.write(durability: .deferred) { db in try Store.countFailure(db, errorClass, account: account) }
     }
 
     /// The persistent histogram's bucket for an enqueue-to-applied
