@@ -17,6 +17,7 @@ extension QueueSummary: ControlResult {
             "held": .integer(held),
             "incomplete": .integer(incomplete),
             "incomplete_jobs": .integer(incompleteJobs),
+            "behind_attention": .integer(behindAttention),
             "reading": .integer(reading),
         ]
     }
@@ -37,6 +38,7 @@ extension QueueSummary: ControlResult {
         held = try m.int("held")
         incomplete = try m.int("incomplete")
         incompleteJobs = try m.int("incomplete_jobs")
+        behindAttention = try m.int("behind_attention")
         reading = try m.int("reading")
     }
 }

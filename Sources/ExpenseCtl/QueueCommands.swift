@@ -12,7 +12,8 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     }
     let summary = report.summary
     var lines: [(String, String)] = [
-        ("Queue", "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention"),
+        ("Queue", "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention"
+            + (summary.behindAttention > 0 ? "; \(summary.behindAttention) waiting behind one that needs attention" : "")),
         ("Oldest job", Output.text(summary.oldestJobMilliseconds.map { Timestamp.format(milliseconds: $0) })),
         ("Server", serverText(report)),
     ]
@@ -164,6 +165,7 @@ private func watchSummaries(_ context: Context) throws -> ExitStatus {
             var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
             if summary.held > 0 { line += "; \(summary.held) held (metered link)" }
             if summary.incomplete > 0 { line += "; \(summary.incomplete) incomplete" }
+            if summary.behindAttention > 0 { line += "; \(summary.behindAttention) waiting behind one that needs attention" }
             if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
             Output.out(line)
         }
@@ -224,7 +226,8 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
         // and an incomplete expense for its edit, not for this.
         if summary.pendingUnheld == 0 {
             if progress { Output.raw("\n") }
-            let attention = summary.needsAttention > 0 ? "; \(summary.needsAttention) need attention (see 'expensectl list')" : ""
+            let behind = summary.behindAttention > 0 ? ", \(summary.behindAttention) more waiting behind them" : ""
+            let attention = summary.needsAttention > 0 ? "; \(summary.needsAttention) need attention\(behind) (see 'expensectl list')" : ""
             let incomplete = summary.incomplete > 0
                 ? "\(summary.incomplete) incomplete, held until an edit gives them what the backend needs ('expensectl list --incomplete')" : nil
             if context.json { context.printJSON(summary) } else if summary.held > 0 {
@@ -233,7 +236,7 @@ func runSync(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
             } else if let incomplete {
                 Output.out("Done; \(incomplete)\(attention).")
             } else {
-                Output.out(summary.needsAttention > 0 ? "Done; \(summary.needsAttention) need attention (see 'expensectl list')." : "Done; everything is synced.")
+                Output.out(summary.needsAttention > 0 ? "Done\(attention)." : "Done; everything is synced.")
             }
             return .success
         }

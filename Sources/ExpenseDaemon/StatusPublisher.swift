@@ -93,6 +93,9 @@ public final class StatusPublisher: Sendable {
         if !requiredFields.isEmpty, summary.queued > 0 {
             (summary.incomplete, summary.incompleteJobs) = try await store.incompleteCounts(requiring: requiredFields, excluding: held, in: scope)
         }
+        if summary.needsAttention > 0, summary.queued > summary.held {
+            summary.behindAttention = try await store.queuedBehindAttention(excluding: held, in: scope)
+        }
         switch scope {
         case .all: summary.server = serverRecord?.current.state ?? .notConfigured
         case .account(let account): summary.server = serverRecord?.current.state(of: account) ?? .notConfigured

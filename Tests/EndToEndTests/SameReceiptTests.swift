@@ -49,6 +49,14 @@ import Testing
         #expect(job["hint"]?.stringValue?.contains("'expensectl retry \(heldID)' sends it anyway") == true)
         #expect(daemon.log.contains("Expense is held: the same receipt as \(firstID)"), "\(daemon.log)")
         #expect(try !sync.serverExpenses().map(\.transactionID).contains(heldID), "nothing of the held expense was sent")
+        // Its upload waits behind the held create: counted as such, and not
+        // waited for by `sync --wait`, which has nothing it could send.
+        let status = try daemon.ctlJSON(["status"])
+        #expect(status["needs_attention"] == 1 && status["queued"] == 1 && status["behind_attention"] == 1, "\(status.serialized())")
+        #expect(try daemon.ctl(["status"]).stdout.contains("; 1 waiting behind one that needs attention"))
+        let waited = try daemon.ctl(["sync", "--wait", "--timeout", "30"])
+        #expect(waited.status == 0, "\(waited.stderr)")
+        #expect(waited.stdout == "Done; 1 need attention, 1 more waiting behind them (see 'expensectl list').\n", "\(waited.stdout)")
 
         #expect(try daemon.ctl(["retry", heldID]).status == 0)
         try waitUntil(timeout: 30, "the held expense on the server once retried") {

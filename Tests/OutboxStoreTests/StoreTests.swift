@@ -204,4 +204,29 @@ import Testing
         #expect(summary.needsAttention == 2)
         #expect(summary.oldestJobMilliseconds == 100)
     }
+
+    /// The queued jobs that wait behind one needing attention: an upload
+    /// behind its create; not one behind nothing, nor the kinds held apart,
+    /// nor another account's.
+    @Test func queuedBehindAttention_countsWhatWaitsForIt() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        func staged(_ seed: UInt8) throws -> StagedReceipt {
+            let path = dir.at("in-\(seed).jpg")
+            SampleReceipt.write(SampleReceipt.jpeg(seed: seed), to: path)
+            return try store.receipts.stage(from: try FileDescriptor.open(path, .readOnly), jobUUID: ClientID.make(), maxBytes: 1 << 20, digesting: true)
+        }
+        let held = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: try staged(1), now: 1, account: "alice")
+        _ = try await store.enqueueCreate(fields: fields, clientID: ClientID.make(), receipt: try staged(2), now: 2, account: "alice")
+        #expect(try await store.queuedBehindAttention() == 0, "nothing needs attention")
+        try await store.read { db in
+            try db.execute("UPDATE jobs SET state = 'needs_attention' WHERE transaction_id = ? AND kind = 'create'", [.text(held.transactionID)])
+        }
+        #expect(try await store.queuedBehindAttention() == 1, "the held create's upload, not the other expense's")
+        #expect(try await store.queuedBehindAttention(in: .account("alice")) == 1)
+        #expect(try await store.queuedBehindAttention(in: .account("bob")) == 0)
+        #expect(try await store.queuedBehindAttention(excluding: [.receipt]) == 0, "a metered link's uploads are counted apart")
+        let summary = try await store.summary()
+        #expect(summary.queued == 3 && summary.needsAttention == 1)
+    }
 }

@@ -20,6 +20,10 @@ public struct QueueSummary: Sendable, Equatable {
     /// The queued jobs those expenses hold back (their creates, receipts
     /// and edits), less those a metered link holds (counted in `held`).
     public var incompleteJobs = 0
+    /// Queued jobs that wait for an earlier job of their expense that needs
+    /// attention (counted in `queued` too; not those counted in `held`):
+    /// they go once it is retried or discarded.
+    public var behindAttention = 0
     /// Receipts whose reading is still to do (docs/sync.md, "Readings"):
     /// the create of a receipt-only expense waits for its reading, at most
     /// `reading_wait`.
@@ -37,9 +41,9 @@ public struct QueueSummary: Sendable, Equatable {
 
     public var pending: Int { queued + sending }
 
-    /// What is pending but not held (by a metered link, or as incomplete):
-    /// what passes send now.
-    public var pendingUnheld: Int { max(pending - held - incompleteJobs, 0) }
+    /// What is pending but not held (by a metered link, as incomplete, or
+    /// behind a job that needs attention): what passes send now.
+    public var pendingUnheld: Int { max(pending - held - incompleteJobs - behindAttention, 0) }
 
     /// One line, e.g. "3 queued, 1 sending, 0 need attention; oldest 2m; server ok".
     public func line(nowMilliseconds: Int64) -> String {
@@ -56,6 +60,7 @@ public struct QueueSummary: Sendable, Equatable {
         }
         if held > 0 { text += "; \(held) held (metered link)" }
         if incomplete > 0 { text += "; \(incomplete) incomplete" }
+        if behindAttention > 0 { text += "; \(behindAttention) waiting behind one that needs attention" }
         if reading > 0 { text += "; \(reading) receipt\(reading == 1 ? "" : "s") being read" }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
         if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }

@@ -271,4 +271,19 @@ extension Store {
             }
         }
     }
+
+    /// Queued jobs that wait for an earlier job of their expense that needs
+    /// attention (``eligible``'s order): they go once it is retried or
+    /// discarded, not before. Jobs of the `excluding` kinds (what a metered
+    /// link holds, counted apart) are left out.
+    public func queuedBehindAttention(excluding kinds: Set<JobKind> = [], in scope: AccountScope = .all) async throws -> Int {
+        try await database.read { db in
+            Int(try db.scalarInt("""
+                SELECT count(DISTINCT q.seq) FROM jobs AS p JOIN jobs AS q ON q.transaction_id = p.transaction_id AND q.seq > p.seq
+                WHERE p.state = 'needs_attention' AND q.state = 'queued' AND \(Store.inScope(1, column: "q.account"))
+                    AND q.kind NOT IN (SELECT value FROM json_each(?2))
+                    AND (CASE WHEN q.kind = 'receipt' THEN p.kind = 'create' ELSE p.kind != 'receipt' END)
+                """, [scope.sqlValue, Store.textList(kinds.map(\.rawValue).sorted())]) ?? 0)
+        }
+    }
 }
