@@ -122,7 +122,7 @@ extension Drainer {
                 for ((job, update, _), result) in zip(updates, results) {
                     guard case .success = result else { continue }
                     switch update {
-                    case .applied: countApplied(job)
+                    case .applied: countApplied(job, now: now)
                     case .retry(_, _, _, _, let errorClass), .needsAttention(_, _, _, let errorClass): recordFailure(errorClass, account: job.account)
                     case .dropReceipt, .requeue: break
                     }
@@ -153,9 +153,11 @@ extension Drainer {
         onChange()
     }
 
-    /// Counts an applied job in the stats since start.
-    private func countApplied(_ job: OutboxJob) {
-        let latency = Clock.wallMilliseconds - job.createdMilliseconds
+    /// Counts an applied job in the stats since start, its latency to the
+    /// answer at `now`: the moment the store's total takes, so both halves
+    /// of `stats` measure the same.
+    private func countApplied(_ job: OutboxJob, now: Int64) {
+        let latency = now - job.createdMilliseconds
         state.withLock { state in
             state.stats.recordApplied(latencyMilliseconds: latency)
             if tokens.directory != nil { state.accountStats[job.account, default: SyncStats()].recordApplied(latencyMilliseconds: latency) }

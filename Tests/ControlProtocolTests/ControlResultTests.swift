@@ -89,10 +89,31 @@ import Testing
     }
 
     @Test func latencies_ofSamplesAndOfTheHistogram() {
-        #expect(LatencySummary(samples: [5, 9, 1, 40]) == LatencySummary(p50: 9, p95: 40, max: 40))
+        #expect(LatencySummary(samples: [5, 9, 1, 40]) == LatencySummary(p50: 5, p95: 40, max: 40))
+        #expect(LatencySummary(samples: [5, 9, 1]) == LatencySummary(p50: 5, p95: 9, max: 9))
         #expect(LatencySummary(samples: []) == LatencySummary(p50: nil, p95: nil, max: nil))
         // Buckets: 0 ms, [1, 2), [2, 4) ×2, [512, 1024): upper bounds.
         #expect(LatencySummary(histogram: [0: 1, 1: 1, 2: 2, 10: 1]) == LatencySummary(p50: 4, p95: 1024, max: 1024))
+    }
+
+    /// `stats`' two halves measure the same answers alike: since start from
+    /// the samples, in total from their histogram. For any samples, each
+    /// figure of the histogram is the upper bound of the bucket the same
+    /// figure of the samples falls in.
+    @Test func latencies_ofTheSamplesAndOfTheirHistogram_agree() {
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let samples = (0..<Int.random(in: 1...40, using: &random)).map { _ in
+                Int64.random(in: 0...(Int64(1) << Int.random(in: 0...16, using: &random)), using: &random)
+            }
+            let buckets = Dictionary(samples.map { (LatencySummary.bucket(milliseconds: $0), 1) }, uniquingKeysWith: +)
+            let exact = LatencySummary(samples: samples)
+            let bounded = LatencySummary(histogram: buckets)
+            func bound(_ value: Int64?) -> Int64? {
+                value.map { LatencySummary.bucket(milliseconds: $0) == 0 ? 0 : Int64(1) << LatencySummary.bucket(milliseconds: $0) }
+            }
+            #expect(bounded == LatencySummary(p50: bound(exact.p50), p95: bound(exact.p95), max: bound(exact.max)), "\(samples.sorted())")
+        }
     }
 
     /// The JSON in docs/control-protocol.md under `heading`, joined into one text.

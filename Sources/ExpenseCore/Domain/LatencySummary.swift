@@ -11,15 +11,23 @@ public struct LatencySummary: Sendable, Equatable {
         self.max = max
     }
 
-    /// Of the latencies themselves.
+    /// Of the latencies themselves; each figure the nearest rank's (the
+    /// smallest that at least that share of the samples do not exceed), as
+    /// the histogram's are, so that both measure the same samples alike.
     public init(samples: [Int64]) {
         guard !samples.isEmpty else {
             self.init(p50: nil, p95: nil, max: nil)
             return
         }
         let sorted = samples.sorted()
-        func at(_ p: Double) -> Int64 { sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        func at(_ p: Double) -> Int64 { sorted[Swift.max(Int((Double(sorted.count) * p).rounded(.up)), 1) - 1] }
         self.init(p50: at(0.5), p95: at(0.95), max: sorted.last)
+    }
+
+    /// The histogram's bucket of a latency: bucket k counts latencies in
+    /// [2^(k-1), 2^k) ms, bucket 0 those of 0 ms (or less: a clock set back).
+    public static func bucket(milliseconds: Int64) -> Int {
+        milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
     }
 
     /// Of a histogram whose bucket k counts latencies in [2^(k-1), 2^k) ms:

@@ -69,7 +69,7 @@ extension Store {
             var latencies: [String: Int64] = [:]
             for (answer, result) in zip(answers, results) {
                 if case .success = result, case .applied = answer.update {
-                    let bucket = "latency.\(Store.latencyBucket(milliseconds: now - answer.job.createdMilliseconds))"
+                    let bucket = "latency.\(LatencySummary.bucket(milliseconds: now - answer.job.createdMilliseconds))"
                     latencies[bucket, default: 0] += 1
                     latencies[Store.accountCounter(answer.job.account, bucket), default: 0] += 1
                 }
@@ -165,12 +165,6 @@ extension Store {
     /// totals show them) or `auth` (the account whose token was refused).
     public func countServerFailure(_ errorClass: String, account: String? = nil) async throws {
         try await database.write(durability: .deferred) { db in try Store.countFailure(db, errorClass, account: account) }
-    }
-
-    /// The persistent histogram's bucket for an enqueue-to-applied
-    /// latency: bucket k counts latencies in [2^(k-1), 2^k) ms.
-    static func latencyBucket(milliseconds: Int64) -> Int {
-        milliseconds <= 0 ? 0 : 64 - milliseconds.leadingZeroBitCount
     }
 
     /// The persistent totals: failures by class and the latency histogram,
