@@ -116,6 +116,28 @@ import Testing
         #expect(try daemon.request(["op": "status"])["ok"] == true)
     }
 
+    /// A server to send to and no token from anywhere: said at start, before
+    /// "Started", rather than by the first refusal; not with a token file,
+    /// nor with systemd's credentials directory, nor without a server.
+    @Test func noTokenFromAnywhere_isSaidAtStart() throws {
+        let warning = "No token: neither token_file (--token-file) nor systemd's $CREDENTIALS_DIRECTORY names one"
+        let credentials = TemporaryDirectory()
+        SampleReceipt.write(Array("t0ken\n".utf8), to: credentials.at("token"))
+        let cases: [(arguments: [String], environment: [String: String], warned: Bool)] = [
+            (["--server", "http://127.0.0.1:9"], [:], true),
+            (["--server", "http://127.0.0.1:9", "--token-file", credentials.at("token")], [:], false),
+            (["--server", "http://127.0.0.1:9"], ["CREDENTIALS_DIRECTORY": credentials.path], false),
+            ([], [:], false),
+        ]
+        for (arguments, environment, warned) in cases {
+            let daemon = DaemonHarness(arguments: arguments, environment: environment)
+            try daemon.start()
+            defer { daemon.stop() }
+            try waitUntil("the daemon to say it started") { daemon.log.contains("Started; control socket") }
+            #expect(daemon.log.contains(warning) == warned, "\(arguments) \(environment): \(daemon.log)")
+        }
+    }
+
     @Test func sigterm_stopsGracefullyAndRemovesTheSocket() throws {
         let daemon = DaemonHarness()
         try daemon.start()
