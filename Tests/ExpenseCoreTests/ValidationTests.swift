@@ -56,6 +56,26 @@ import Testing
             try Validation.checkCreate(missing, hasReceipt: false)
         }
         try Validation.checkCreate(ExpenseFields(), hasReceipt: true)
+        // The first missing field is the error's; the others are named after it.
+        let merchantOnly = ExpenseFields(merchant: "Blue Bottle")
+        #expect(throws: FieldError(field: "amount", reason: "required for an expense without a receipt, as are currency and date", isMissing: true)) {
+            try Validation.checkCreate(merchantOnly, hasReceipt: false)
+        }
+        #expect(throws: FieldError(field: "merchant", reason: "required for an expense without a receipt, as are amount, currency and date", isMissing: true)) {
+            try Validation.checkCreate(ExpenseFields(), hasReceipt: false)
+        }
+        #expect(throws: FieldError(field: "currency", reason: "required for an expense without a receipt, as is date", isMissing: true)) {
+            try Validation.checkCreate(ExpenseFields(merchant: "Blue Bottle", amount: "12.50"), hasReceipt: false)
+        }
+    }
+
+    @Test func aControlCharacter_isNamedByItsCodePoint() {
+        #expect(throws: FieldError(field: "merchant", reason: "contains a control character (U+0001)")) {
+            try Validation.check(ExpenseFields(merchant: "a\u{1}b"))
+        }
+        #expect(throws: FieldError(field: "comment", reason: "contains a control character (U+007F)")) {
+            try Validation.check(ExpenseFields(comment: "a\u{7F}b"))
+        }
     }
 
     @Test func amount_withoutCurrency_isRejectedOnCreate() {

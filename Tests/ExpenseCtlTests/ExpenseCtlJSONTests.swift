@@ -15,7 +15,7 @@ import Testing
     static let queueSummary: Shape = [
         "queued": "integer", "sending": "integer", "needs_attention": "integer", "oldest_job_at": "string|null",
         "server": "string", "spool_rejected": "integer", "spool_waiting": "integer", "held": "integer",
-        "incomplete": "integer", "incomplete_jobs": "integer", "reading": "integer",
+        "incomplete": "integer", "incomplete_jobs": "integer", "behind_attention": "integer", "reading": "integer",
     ]
     /// The outbox's use against its limits, in `status`.
     static let outboxRoom: Shape = [

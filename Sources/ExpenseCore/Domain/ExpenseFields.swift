@@ -206,10 +206,13 @@ public enum Validation {
         if !hasReceipt {
             let missing = ["merchant", "amount", "currency", "date"].filter { fields[$0] == nil }
             if let first = missing.first {
-                let others = missing.dropFirst()
-                throw FieldError(field: first, reason: others.isEmpty ? "required for an expense without a receipt"
-                                 : "required for an expense without a receipt, as are \(others.joined(separator: ", "))",
-                                 isMissing: true)
+                let others = Array(missing.dropFirst())
+                let also = switch others.count {
+                case 0: ""
+                case 1: ", as is \(others[0])"
+                default: ", as are \(others.dropLast().joined(separator: ", ")) and \(others[others.count - 1])"
+                }
+                throw FieldError(field: first, reason: "required for an expense without a receipt\(also)", isMissing: true)
             }
         }
         return try normalized(fields).values
@@ -257,7 +260,8 @@ public enum Validation {
         let allowsLineBreaks = field == "comment"
         for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
             if allowsLineBreaks && (scalar == "\n" || scalar == "\t") { continue }
-            throw FieldError(field: field, reason: "contains a control character (U+\(String(scalar.value, radix: 16, uppercase: true)))")
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            throw FieldError(field: field, reason: "contains a control character (U+\(String(repeating: "0", count: 4 - hex.count))\(hex))")
         }
     }
 
