@@ -55,14 +55,20 @@ func runAdd(_ invocation: Invocation, _ context: Context) throws -> ExitStatus {
         if result.duplicate {
             Output.error("expensectl: this client id was added before (\(Output.text(result.state.rawValue))); the fields given now were not used")
         } else if result.state == .needsAttention {
-            let id = Output.text(result.transactionID)
-            Output.error("""
-                expensectl: \(id) is held: its receipt is the same as another expense's ('expensectl show \(id)' says which); \
-                'expensectl retry \(id)' sends it anyway, 'expensectl discard \(id)' drops it
-                """)
+            Output.error(heldForTheSameReceipt(result.transactionID))
         }
     }
     return .success
+}
+
+/// What `add` and `edit --receipt` say of an expense held because its
+/// receipt is another expense's.
+private func heldForTheSameReceipt(_ transactionID: String) -> String {
+    let id = Output.text(transactionID)
+    return """
+        expensectl: \(id) is held: its receipt is the same as another expense's ('expensectl show \(id)' says which); \
+        'expensectl retry \(id)' sends it anyway, 'expensectl discard \(id)' drops it
+        """
 }
 
 /// The receipt's path as the expense keeps it, its source: absolute (the
@@ -349,6 +355,9 @@ func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
                                             passing: receipt)
     if context.json { context.printJSON(result) } else {
         Output.out("\(Output.text(result.summary.transactionID)): edited (\(Output.text(result.summary.state.rawValue)))")
+        if receipt != nil, result.jobs.contains(where: { $0.kind == .receipt && $0.state == .needsAttention && $0.lastErrorClass == "same_receipt" }) {
+            Output.error(heldForTheSameReceipt(result.summary.transactionID))
+        }
     }
     return .success
 }

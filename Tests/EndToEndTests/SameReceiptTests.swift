@@ -32,6 +32,16 @@ import Testing
         #expect(again.stderr.contains("\(heldID) is held: its receipt is the same as another expense's"), "\(again.stderr)")
         #expect(again.stderr.contains("'expensectl retry \(heldID)' sends it anyway"), "\(again.stderr)")
 
+        // Attached by an edit to an expense of its own, the same receipt is
+        // held as well, and the edit says so as the add does.
+        let plain = try daemon.ctl(["add", "--merchant", "Taxi", "--amount", "9.00", "--currency", "EUR", "--date", "2026-11-30"])
+        let plainID = plain.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let attached = try daemon.ctl(["edit", plainID, "--receipt", receipt])
+        #expect(attached.status == 0, "\(attached.stderr)")
+        #expect(attached.stderr.contains("\(plainID) is held: its receipt is the same as another expense's"), "\(attached.stdout) \(attached.stderr)")
+        #expect(attached.stderr.contains("'expensectl retry \(plainID)' sends it anyway"), "\(attached.stderr)")
+        #expect(try daemon.ctl(["discard", plainID]).status == 0)
+
         // Another receipt with the very same fields is another expense.
         let other = daemon.directory.at("other.jpg")
         SampleReceipt.write(SampleReceipt.jpeg(size: 4000, seed: 12), to: other)
