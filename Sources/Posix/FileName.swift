@@ -73,15 +73,22 @@ public struct FileName: Sendable, Hashable, Comparable, CustomStringConvertible 
 
 extension String {
     /// This string on one line: control characters (and, with
-    /// `backslashes`, backslashes too) as `\xNN`, so text from elsewhere
-    /// can neither break a log or terminal line nor forge one.
+    /// `backslashes`, backslashes too) as `\xNN`, and the bidirectional
+    /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069)
+    /// as `\uNNNN`, so text from elsewhere can neither break a log or
+    /// terminal line, nor forge one, nor show its neighbours reordered.
     public func escapingControlCharacters(backslashes: Bool = false) -> String {
-        let escaped = { (scalar: Unicode.Scalar) in scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") }
+        let bidi = { (scalar: Unicode.Scalar) in (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value) }
+        let escaped = { (scalar: Unicode.Scalar) in
+            scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") || bidi(scalar)
+        }
         // Every log line comes through here; most need nothing.
         guard unicodeScalars.contains(where: escaped) else { return self }
         var out = ""
         for scalar in unicodeScalars {
-            if escaped(scalar) {
+            if bidi(scalar) {
+                out += "\\u" + hex(UInt8(scalar.value >> 8)) + hex(UInt8(scalar.value & 0xFF))
+            } else if escaped(scalar) {
                 out += "\\x" + hex(UInt8(scalar.value))
             } else {
                 out.unicodeScalars.append(scalar)

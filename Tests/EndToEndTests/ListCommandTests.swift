@@ -19,6 +19,22 @@ import Testing
         return expenses.compactMap { $0["transaction_id"]?.stringValue }
     }
 
+    /// A merchant with a right-to-left override, which would show the rest
+    /// of its line reversed, is shown with the override escaped in `list`
+    /// and `show`, and kept exactly in `--json`.
+    @Test func aValueThatWouldReorderItsLine_isShownEscaped() throws {
+        let daemon = DaemonHarness()
+        try daemon.start()
+        defer { daemon.stop() }
+        let merchant = "pay \u{202E}00.001 EUR\u{202C} ok"
+        let id = try Self.add(daemon, ["--merchant", merchant, "--amount", "1.00", "--currency", "EUR", "--date", "2026-11-02", "--comment", "a\nb"])
+        let table = try daemon.ctl(["list"]).stdout
+        #expect(table.contains("pay \\u202e00.001 EUR\\u202c ok") && !table.contains("\u{202E}"), "\(table)")
+        let shown = try daemon.ctl(["show", id]).stdout
+        #expect(shown.contains("pay \\u202e00.001 EUR\\u202c ok") && shown.contains("a\\x0ab") && !shown.contains("\u{202E}"), "\(shown)")
+        #expect(try daemon.ctlJSON(["show", id])["merchant"]?.stringValue == merchant)
+    }
+
     @Test func filtersOrdersPagesAndTotals_overSyncedAndQueuedExpenses() throws {
         let sync = try SyncHarness()
         try sync.daemon.start()

@@ -8,5 +8,8 @@ import Testing
         #expect("café \\ ok".escapingControlCharacters() == "café \\ ok", "printable text, backslashes included, stays")
         #expect("a\\b\n".escapingControlCharacters(backslashes: true) == "a\\x5cb\\x0a", "so an escape cannot be forged")
         #expect("".escapingControlCharacters() == "")
+        // What would show a line's text in another order (Trojan Source).
+        #expect("pay \u{202E}00.001\u{202C} now \u{2066}x\u{2069}".escapingControlCharacters() == "pay \\u202e00.001\\u202c now \\u2066x\\u2069")
+        #expect("שלום \u{200F}café".escapingControlCharacters() == "שלום \u{200F}café", "right-to-left text and its marks stay")
     }
 }
