@@ -66,8 +66,11 @@ public enum Daemon {
         // Receipts are read with the languages configured: each one's data
         // is installed, or nothing starts, nothing made (docs/receipts.md, "Reading").
         if let problem = configuration.receiptReadingProblem { throw StartupFailure(code: .config, message: problem) }
-        logger.info(configuration.dateOrderDescription(localeDateFormat: LocaleFormat.dateFormat(), localeName: LocaleFormat.timeLocaleName,
-                                                       isLocaleInstalled: LocaleFormat.isTimeLocaleInstalled))
+        // How a date that reads two ways is read matters only to reading.
+        if configuration.reading {
+            logger.info(configuration.dateOrderDescription(localeDateFormat: LocaleFormat.dateFormat(), localeName: LocaleFormat.timeLocaleName,
+                                                           isLocaleInstalled: LocaleFormat.isTimeLocaleInstalled))
+        }
         do {
             try FileSystem.makeDirectories(configuration.stateDirectory, mode: 0o700)
         } catch {

@@ -370,10 +370,20 @@ import Testing
             let made = try runCommand("/usr/bin/localedef", ["-i", locale, "-f", "UTF-8", locales.at("\(locale).UTF-8")], timeout: 120)
             #expect(made.status == 0, "\(made.stderr)")
         }
-        let daemon = DaemonHarness(arguments: ["--server", "none"], environment: ["LOCPATH": locales.path, "LC_ALL": "\(locale).UTF-8"])
+        let daemon = DaemonHarness(arguments: ["--server", "none", "--reading", "on"], environment: ["LOCPATH": locales.path, "LC_ALL": "\(locale).UTF-8"])
         try daemon.start()
         defer { daemon.stop() }
         try waitUntil(timeout: 20, "the date order said") { daemon.log.contains("Receipt dates like 03/04/2026 \(said)") }
+    }
+
+    /// With `reading = off` (the harness's default) nothing reads a
+    /// receipt's date: nothing is said of its order.
+    @Test func withoutReading_noDateOrderIsSaid() throws {
+        let daemon = DaemonHarness(arguments: ["--server", "none"])
+        try daemon.start()
+        defer { daemon.stop() }
+        try waitUntil("the daemon to say it started") { daemon.log.contains("Started; control socket") }
+        #expect(!daemon.log.contains("Receipt dates like"), "\(daemon.log)")
     }
 
     @Test func flags_overrideTheConfigurationFile() throws {
