@@ -105,7 +105,7 @@ let subcommands: [Subcommand] = [
                options: [
                    CommandOption("--refresh", valueName: nil, help: "also fetch what changed on the server"),
                    CommandOption("--now", valueName: nil, help: "also send what a metered link holds, in this pass only"),
-                   CommandOption("--wait", valueName: nil, help: "return once nothing is queued or sending (what a metered link holds aside)"),
+                   CommandOption("--wait", valueName: nil, help: "return once nothing more can go (held, incomplete, behind a job that needs attention)"),
                    CommandOption("--timeout", valueName: "SECONDS", help: "with --wait, give up after this long (exit 75); 30, 0.5, 500ms, 10m"),
                ],
                discussion: """

@@ -355,7 +355,8 @@ func runEdit(_ invocation: Invocation, _ context: Context) throws -> ExitStatus 
                                             passing: receipt)
     if context.json { context.printJSON(result) } else {
         Output.out("\(Output.text(result.summary.transactionID)): edited (\(Output.text(result.summary.state.rawValue)))")
-        if receipt != nil, result.jobs.contains(where: { $0.kind == .receipt && $0.state == .needsAttention && $0.lastErrorClass == "same_receipt" }) {
+        // The create is held when it has not been sent, the upload when it was.
+        if receipt != nil, result.jobs.contains(where: { $0.state == .needsAttention && $0.lastErrorClass == "same_receipt" }) {
             Output.error(heldForTheSameReceipt(result.summary.transactionID))
         }
     }

@@ -21,7 +21,8 @@ public struct FileName: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     /// A printable, single-line form: bytes that are not printable UTF-8 (and
-    /// backslashes) appear as `\xNN`, so a hostile name cannot forge a log line.
+    /// backslashes) appear as `\xNN`, the scalars ``escapingControlCharacters(backslashes:)``
+    /// names as `\uNNNN`, so a hostile name cannot forge a log line.
     public var displayName: String {
         if let s = string { return s.escapingControlCharacters(backslashes: true) }
         var out = ""
@@ -73,20 +74,24 @@ public struct FileName: Sendable, Hashable, Comparable, CustomStringConvertible 
 
 extension String {
     /// This string on one line: control characters (and, with
-    /// `backslashes`, backslashes too) as `\xNN`, and the bidirectional
+    /// `backslashes`, backslashes too) as `\xNN`; the C1 controls
+    /// (U+0080–U+009F, which a terminal may take for escape sequences), the
+    /// line and paragraph separators (U+2028, U+2029) and the bidirectional
     /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069)
-    /// as `\uNNNN`, so text from elsewhere can neither break a log or
+    /// as `\uNNNN`: text from elsewhere can neither break a log or
     /// terminal line, nor forge one, nor show its neighbours reordered.
     public func escapingControlCharacters(backslashes: Bool = false) -> String {
-        let bidi = { (scalar: Unicode.Scalar) in (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value) }
+        let wide = { (scalar: Unicode.Scalar) in
+            (0x80...0x9F).contains(scalar.value) || (0x2028...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+        }
         let escaped = { (scalar: Unicode.Scalar) in
-            scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") || bidi(scalar)
+            scalar.value < 0x20 || scalar.value == 0x7F || (backslashes && scalar == "\\") || wide(scalar)
         }
         // Every log line comes through here; most need nothing.
         guard unicodeScalars.contains(where: escaped) else { return self }
         var out = ""
         for scalar in unicodeScalars {
-            if bidi(scalar) {
+            if wide(scalar) {
                 out += "\\u" + hex(UInt8(scalar.value >> 8)) + hex(UInt8(scalar.value & 0xFF))
             } else if escaped(scalar) {
                 out += "\\x" + hex(UInt8(scalar.value))

@@ -342,7 +342,7 @@ public final class Drainer: Sendable {
         guard refusedGeneration == source.generation else { return false }
         let first = updateServer { $0.refused(account: account, tokenGeneration: refusedGeneration, code: code, at: Clock.wallMilliseconds,
                                               contacted: contacted) }
-        await countServerFailure("auth", account: account)
+        recordFailure("auth", account: account)
         if first {
             let why = contacted ? "Server refused the credentials (\(code))" : "No usable token (\(source.current().problem ?? code))"
             logger.error(tokens.directory != nil
@@ -350,6 +350,9 @@ public final class Drainer: Sendable {
                          : "\(why); sending is paused until the token file changes or 'expensectl sync'",
                          account: account, messageID: .authPaused)
         }
+        // The total last, after the line: nothing waits between the pause
+        // `status` shows and the line that says so.
+        try? await store.countServerFailure("auth", account: account)
         return true
     }
 

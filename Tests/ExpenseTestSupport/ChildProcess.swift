@@ -66,7 +66,7 @@ public final class ChildProcess: Sendable {
         let errors = try FileDescriptor.open(stderrPath, [.writeOnly, .create, .truncate], mode: 0o644)
         let input: Subprocess.Redirection = try stdinPath.map { .descriptor(try FileDescriptor.open($0, [.readOnly])) } ?? .nullDevice
         var env = ProcessInfo.processInfo.environment
-        for name in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC"] { env.removeValue(forKey: name) }
+        for name in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC", "CREDENTIALS_DIRECTORY"] { env.removeValue(forKey: name) }
         for (k, v) in environment { env[k] = v }
         subprocess = try Subprocess(executable, arguments: arguments, environment: env, standardInput: input,
                                     standardOutput: .descriptor(output), standardError: .descriptor(errors))

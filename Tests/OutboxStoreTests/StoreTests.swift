@@ -229,4 +229,34 @@ import Testing
         let summary = try await store.summary()
         #expect(summary.queued == 3 && summary.needsAttention == 1)
     }
+
+    /// The order the claim keeps, job by job: an upload waits only for its
+    /// create and for an earlier upload that does not need attention (a
+    /// newer file supersedes it); every other job for every earlier job but
+    /// uploads.
+    @Test func queuedBehindAttention_keepsTheClaimsOrder() async throws {
+        let dir = TemporaryDirectory()
+        let store = try Store(stateDirectory: dir.at("state"))
+        let jobs: [(seq: Int, kind: String, expense: String, state: String)] = [
+            // An upload needs attention: neither a newer upload nor an edit waits for it.
+            (1001, "receipt", "cp-0000000000000000000001", "needs_attention"),
+            (1002, "receipt", "cp-0000000000000000000001", "queued"),
+            (1003, "edit", "cp-0000000000000000000001", "queued"),
+            // An edit needs attention: the next edit and the delete wait, an upload does not.
+            (1011, "edit", "cp-0000000000000000000002", "needs_attention"),
+            (1012, "edit", "cp-0000000000000000000002", "queued"),
+            (1013, "delete", "cp-0000000000000000000002", "queued"),
+            (1014, "receipt", "cp-0000000000000000000002", "queued"),
+        ]
+        try await store.read { db in
+            for job in jobs {
+                try db.execute("""
+                    INSERT INTO jobs (seq, uuid, kind, transaction_id, payload, state, created_at, account)
+                    VALUES (?, ?, ?, ?, '{}', ?, 1, '')
+                    """, [.integer(Int64(job.seq)), .text(ClientID.make()), .text(job.kind), .text(job.expense), .text(job.state)])
+            }
+        }
+        #expect(try await store.queuedBehindAttention() == 2, "1012 and 1013")
+        #expect(try await store.queuedBehindAttention(excluding: [.edit]) == 1, "1013")
+    }
 }

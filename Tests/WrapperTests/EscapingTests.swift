@@ -11,5 +11,7 @@ import Testing
         // What would show a line's text in another order (Trojan Source).
         #expect("pay \u{202E}00.001\u{202C} now \u{2066}x\u{2069}".escapingControlCharacters() == "pay \\u202e00.001\\u202c now \\u2066x\\u2069")
         #expect("שלום \u{200F}café".escapingControlCharacters() == "שלום \u{200F}café", "right-to-left text and its marks stay")
+        #expect("a\u{9B}31mb\u{85}c\u{2028}d".escapingControlCharacters() == "a\\u009b31mb\\u0085c\\u2028d", "C1 controls and separators")
+        #expect("\u{A0}\u{7E}\u{202F}".escapingControlCharacters() == "\u{A0}\u{7E}\u{202F}", "the printable neighbours of those ranges stay")
     }
 }
