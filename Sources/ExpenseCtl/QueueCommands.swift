@@ -13,7 +13,7 @@ func runStatus(_ invocation: Invocation, _ context: Context) throws -> ExitStatu
     let summary = report.summary
     var lines: [(String, String)] = [
         ("Queue", "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention"
-            + (summary.behindAttention > 0 ? "; \(summary.behindAttention) waiting behind one that needs attention" : "")),
+            + (summary.behindAttentionNote.map { "; " + $0 } ?? "")),
         ("Oldest job", Output.text(summary.oldestJobMilliseconds.map { Timestamp.format(milliseconds: $0) })),
         ("Server", serverText(report)),
     ]
@@ -165,7 +165,7 @@ private func watchSummaries(_ context: Context) throws -> ExitStatus {
             var line = "\(summary.queued) queued, \(summary.sending) sending, \(summary.needsAttention) need attention; server \(summary.server.rawValue.replacingOccurrences("_", " "))"
             if summary.held > 0 { line += "; \(summary.held) held (metered link)" }
             if summary.incomplete > 0 { line += "; \(summary.incomplete) incomplete" }
-            if summary.behindAttention > 0 { line += "; \(summary.behindAttention) waiting behind one that needs attention" }
+            if let behind = summary.behindAttentionNote { line += "; " + behind }
             if summary.spoolRejected > 0 { line += "; \(summary.spoolRejected) spool files rejected" }
             Output.out(line)
         }

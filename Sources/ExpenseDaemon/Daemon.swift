@@ -219,8 +219,7 @@ public enum Daemon {
         FaultPoints.hit("before-ready")
         ServiceManager.ready(status: summary.line(nowMilliseconds: Clock.wallMilliseconds))
         // Before "Started": a reader of the log who saw that line has seen this one.
-        if configuration.serverURL != nil, configuration.backend == .expenseServer, configuration.tokenFile == nil,
-           configuration.accountsDirectory == nil, Environment["CREDENTIALS_DIRECTORY"] == nil {
+        if configuration.serverURL != nil, configuration.backend == .expenseServer, tokens.namesNoTokenFile {
             logger.warning("No token: neither token_file (--token-file) nor systemd's $CREDENTIALS_DIRECTORY names one: expense-server refuses every request without one; give one and restart the daemon")
         }
         logger.info("Started; control socket '\(configuration.socketPath)', state directory '\(configuration.stateDirectory)'\(spool.map { "; watching spool directory '\($0.path)'" } ?? "")\(configuration.serverURL == nil ? "; no server configured, queueing only" : "")")

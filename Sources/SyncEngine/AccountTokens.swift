@@ -56,6 +56,10 @@ public final class AccountTokens: Sendable {
     /// Whether callers without a file of their own have the default account.
     public var hasDefaultAccount: Bool { fallback != nil }
 
+    /// No token file from anywhere: no `accounts_dir`, and the default
+    /// account's file is neither `token_file` nor in `$CREDENTIALS_DIRECTORY`.
+    public var namesNoTokenFile: Bool { directory == nil && fallback?.path == nil }
+
     /// Whether a missing or unusable token holds an account's jobs back
     /// (with accounts, and for any account but the default one) rather
     /// than sending them without credentials (the single-account setup, as

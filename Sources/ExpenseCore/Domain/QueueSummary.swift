@@ -45,6 +45,12 @@ public struct QueueSummary: Sendable, Equatable {
     /// behind a job that needs attention): what passes send now.
     public var pendingUnheld: Int { max(pending - held - incompleteJobs - behindAttention, 0) }
 
+    /// "2 waiting behind one that needs attention", or nil when none is:
+    /// how the summary line, `status` and `watch --summary` say it.
+    public var behindAttentionNote: String? {
+        behindAttention > 0 ? "\(behindAttention) waiting behind one that needs attention" : nil
+    }
+
     /// One line, e.g. "3 queued, 1 sending, 0 need attention; oldest 2m; server ok".
     public func line(nowMilliseconds: Int64) -> String {
         var text = "\(queued) queued, \(sending) sending, \(needsAttention) need attention"
@@ -60,7 +66,7 @@ public struct QueueSummary: Sendable, Equatable {
         }
         if held > 0 { text += "; \(held) held (metered link)" }
         if incomplete > 0 { text += "; \(incomplete) incomplete" }
-        if behindAttention > 0 { text += "; \(behindAttention) waiting behind one that needs attention" }
+        if let behind = behindAttentionNote { text += "; " + behind }
         if reading > 0 { text += "; \(reading) receipt\(reading == 1 ? "" : "s") being read" }
         if spoolRejected > 0 { text += "; \(spoolRejected) spool files rejected" }
         if spoolWaiting > 0 { text += "; \(spoolWaiting) spool files wait for room in the outbox" }

@@ -277,9 +277,13 @@ extension Store {
     /// discarded, not before. Jobs of the `excluding` kinds (what a metered
     /// link holds, counted apart) are left out.
     public func queuedBehindAttention(excluding kinds: Set<JobKind> = [], in scope: AccountScope = .all) async throws -> Int {
+        // From the jobs that need attention (few) to theirs by jobs_by_expense:
+        // CROSS JOIN keeps that order, where the planner started from the
+        // queued ones (100,000 queued, one needing attention: 55 ms a
+        // summary against 6 in sqlite3).
         try await database.read { db in
             Int(try db.scalarInt("""
-                SELECT count(DISTINCT q.seq) FROM jobs AS p JOIN jobs AS q ON q.transaction_id = p.transaction_id AND q.seq > p.seq
+                SELECT count(DISTINCT q.seq) FROM jobs AS p CROSS JOIN jobs AS q ON q.transaction_id = p.transaction_id AND q.seq > p.seq
                 WHERE p.state = 'needs_attention' AND q.state = 'queued' AND \(Store.inScope(1, column: "q.account"))
                     AND q.kind NOT IN (SELECT value FROM json_each(?2))
                     AND (CASE WHEN q.kind = 'receipt' THEN p.kind = 'create' ELSE p.kind != 'receipt' END)
